@@ -1,0 +1,60 @@
+"""keras-attn: attention and external-memory layers for Keras 3 (any backend)."""
+
+__version__ = "0.1.0"
+
+from keras_attn import ops, scores
+from keras_attn.attention import Attention
+from keras_attn.bahdanau import BahdanauAttention
+from keras_attn.luong import LuongAttention
+from keras_attn.multi_head import MultiHeadAttention
+from keras_attn.positional import (
+    ALiBiBias,
+    LearnedPositionEmbedding,
+    RotaryEmbedding,
+    SinusoidalPositionEncoding,
+)
+from keras_attn.scores import (
+    AdditiveScore,
+    AttentionScore,
+    BilinearScore,
+    ConcatScore,
+    CosineScore,
+    DotScore,
+    ScaledDotScore,
+)
+from keras_attn.self_attention import SelfAttention
+
+
+def registered_layers():
+    """`{name: class}` of every layer this package registers with Keras."""
+    import keras
+
+    prefix = "keras_attn>"
+    return {
+        name[len(prefix):]: obj
+        for name, obj in sorted(keras.saving.get_custom_objects().items())
+        if name.startswith(prefix)
+    }
+
+
+__all__ = [
+    "ALiBiBias",
+    "AdditiveScore",
+    "Attention",
+    "AttentionScore",
+    "BahdanauAttention",
+    "BilinearScore",
+    "ConcatScore",
+    "CosineScore",
+    "DotScore",
+    "LearnedPositionEmbedding",
+    "LuongAttention",
+    "MultiHeadAttention",
+    "RotaryEmbedding",
+    "ScaledDotScore",
+    "SelfAttention",
+    "SinusoidalPositionEncoding",
+    "ops",
+    "registered_layers",
+    "scores",
+]

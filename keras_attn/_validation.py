@@ -1,0 +1,84 @@
+"""Argument checks shared by the layers: clear errors instead of deep backend ones."""
+
+
+def static_shape(x):
+    """The static shape of a tensor, KerasTensor or array, as a tuple."""
+    return tuple(x.shape)
+
+
+def check_rank(name, shape, ranks, layer=None):
+    """Raises `ValueError` unless `len(shape)` is one of `ranks`."""
+    if shape is None:
+        return
+    ranks = (ranks,) if isinstance(ranks, int) else tuple(ranks)
+    if len(shape) not in ranks:
+        expected = " or ".join(str(r) for r in ranks)
+        where = f"{layer}: " if layer else ""
+        raise ValueError(
+            f"{where}`{name}` must have rank {expected}; received `{name}` of "
+            f"rank {len(shape)} with shape {tuple(shape)}."
+        )
+
+
+def check_same_dim(name_a, shape_a, axis_a, name_b, shape_b, axis_b, what, layer=None):
+    """Raises `ValueError` if two known static dimensions differ."""
+    if shape_a is None or shape_b is None:
+        return
+    dim_a, dim_b = shape_a[axis_a], shape_b[axis_b]
+    if dim_a is not None and dim_b is not None and dim_a != dim_b:
+        where = f"{layer}: " if layer else ""
+        raise ValueError(
+            f"{where}`{name_a}` and `{name_b}` must have the same {what}; received "
+            f"`{name_a}` of shape {tuple(shape_a)} and `{name_b}` of shape "
+            f"{tuple(shape_b)}."
+        )
+
+
+def check_float(name, x, layer=None):
+    """Raises `TypeError` unless `x` has a floating dtype."""
+    import keras
+
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    if "float" not in dtype:
+        where = f"{layer}: " if layer else ""
+        raise TypeError(
+            f"{where}`{name}` must be a floating-point tensor; received dtype {dtype}."
+        )
+
+
+def check_mask(name, mask, expected_shapes, layer=None):
+    """Checks a mask's rank and known dims against candidate shapes.
+
+    `expected_shapes` lists the acceptable shapes (with `None` for any size), e.g.
+    `[(B, Tk), (B, Tq, Tk)]`.
+    """
+    if mask is None:
+        return
+    shape = static_shape(mask)
+    for expected in expected_shapes:
+        if len(shape) != len(expected):
+            continue
+        if all(e is None or s is None or s == e or s == 1 for s, e in zip(shape, expected)):
+            return
+    where = f"{layer}: " if layer else ""
+    options = " or ".join(str(tuple(e)) for e in expected_shapes)
+    raise ValueError(
+        f"{where}`{name}` must have shape {options} (None: any size; 1 broadcasts); "
+        f"received `{name}` of shape {shape}."
+    )
+
+
+def keras_mask_of(x):
+    """The Keras padding mask carried by `x`, or `None`.
+
+    Keras has no public accessor; this is the one its own `MultiHeadAttention`
+    uses, and it works for every backend's tensors.
+    """
+    from keras.src.backend import get_keras_mask
+
+    return get_keras_mask(x)
+
+
+def query_output_mask(query):
+    """Output mask of an attention layer: the query's padding, if it has time steps."""
+    return keras_mask_of(query) if len(query.shape) == 3 else None

@@ -1,0 +1,234 @@
+"""Multi-head scaled dot-product attention."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attn import _validation
+from keras_attn import ops as attn_ops
+from keras_attn.positional.rotary import RotaryEmbedding
+
+
+@keras.saving.register_keras_serializable(package="keras_attn")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention `att((K, V), Q) = W_o ⊕_m att((W_k^m K, W_v^m V), W_q^m Q)`.
+
+    Vaswani et al. 2017, "Attention Is All You Need", §3.2.2: each head `m`
+    projects queries, keys and values to `key_dim`/`value_dim`, runs scaled
+    dot-product attention `softmax(q kᵀ / √key_dim) v`, and the concatenated
+    heads `⊕_m` go through an output projection `W_o`.
+
+    The kernels have the shapes of `keras.layers.MultiHeadAttention`, so its
+    weights copy across (the head-major layout stores the query and value
+    biases as `(heads, 1, dim)`), except for the key bias, which this layer
+    omits: it adds `q_i · b_k` to every score of query `i`, a constant that the
+    softmax cancels, so it never changes the output and never gets a gradient.
+
+    Args:
+        num_heads: number of heads.
+        key_dim: size of each head's queries and keys.
+        value_dim: size of each head's values (default `key_dim`).
+        dropout: dropout rate on the attention weights during training.
+        use_bias: biases on the query, value and output projections.
+        output_shape: size of the output (default: the query's feature size).
+        use_output_projection: if `False`, return the concatenated heads
+            `(B, Tq, num_heads * value_dim)` without `W_o`.
+        rope_max_wavelength: if set, rotate queries and keys with a rotary
+            position embedding (RoPE) of this maximum wavelength after projection.
+        kernel_initializer, bias_initializer: initializers of the projections.
+        seed: seed of the dropout.
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        query: `(B, Tq, dq)`.
+        value: `(B, Tk, dv)`.
+        key: optional `(B, Tk, dk)`; defaults to `value`.
+        mask: optional boolean mask, `(B, Tk)` or `(B, Tq, Tk)` (Keras's
+            `attention_mask`).
+        query_mask, value_mask, key_mask: `(B, T)` padding masks; filled in from
+            the inputs' Keras masks when not given.
+        attention_bias: optional score bias broadcastable to
+            `(B, num_heads, Tq, Tk)`, e.g. from `ALiBiBias`.
+        use_causal_mask: forbid query `i` from attending to keys `j > i`.
+        return_attention_scores: also return the weights `(B, num_heads, Tq, Tk)`.
+        training: whether dropout is active.
+
+    Returns:
+        `(B, Tq, output_shape)`, and the weights when asked.
+
+    Example:
+
+    >>> x = np.random.rand(2, 10, 16).astype("float32")
+    >>> mha = keras_attn.MultiHeadAttention(num_heads=4, key_dim=8)
+    >>> y, w = mha(x, x, use_causal_mask=True, return_attention_scores=True)
+    >>> y.shape, w.shape
+    ((2, 10, 16), (2, 4, 10, 10))
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        output_shape=None,
+        use_output_projection=True,
+        rope_max_wavelength=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("num_heads", num_heads), ("key_dim", key_dim)):
+            if int(value) <= 0:
+                raise ValueError(f"`{name}` must be a positive integer; received {value}.")
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
+        self.num_heads = int(num_heads)
+        self.key_dim = int(key_dim)
+        self.value_dim = int(value_dim) if value_dim else self.key_dim
+        self.dropout = float(dropout)
+        self.use_bias = bool(use_bias)
+        self.output_size = output_shape
+        self.use_output_projection = bool(use_output_projection)
+        self.rope_max_wavelength = rope_max_wavelength
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.seed = seed
+        self.dropout_layer = keras.layers.Dropout(self.dropout, seed=seed)
+        self.rotary = (
+            RotaryEmbedding(
+                max_wavelength=rope_max_wavelength,
+                sequence_axis=2,
+                dtype=self.dtype_policy,
+                name="rotary",
+            )
+            if rope_max_wavelength
+            else None
+        )
+        self.supports_masking = True
+
+    def _projection(self, equation, output_shape, bias_axes, name):
+        return keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _check_shapes(self, query_shape, value_shape, key_shape):
+        name = self.name
+        _validation.check_rank("query", query_shape, 3, name)
+        _validation.check_rank("value", value_shape, 3, name)
+        if key_shape is not None:
+            _validation.check_rank("key", key_shape, 3, name)
+            _validation.check_same_dim(
+                "key", key_shape, 1, "value", value_shape, 1, "length", name
+            )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        self._check_shapes(query_shape, value_shape, key_shape)
+        key_shape = tuple(key_shape or value_shape)
+        # Heads come out as (B, heads, T, dim): the batched-matmul layout of the
+        # shared `masked_softmax` / `weighted_sum`, with no transposes between.
+        self.query_dense = self._projection(
+            "btd,dhk->bhtk", (self.num_heads, None, self.key_dim), "hk", "query"
+        )
+        self.query_dense.build(tuple(query_shape))
+        self.key_dense = self._projection(
+            "btd,dhk->bhtk", (self.num_heads, None, self.key_dim), None, "key"
+        )
+        self.key_dense.build(key_shape)
+        self.value_dense = self._projection(
+            "btd,dhk->bhtk", (self.num_heads, None, self.value_dim), "hk", "value"
+        )
+        self.value_dense.build(tuple(value_shape))
+        if self.use_output_projection:
+            out = self.output_size or query_shape[-1]
+            self.output_dense = self._projection(
+                "bhtk,hko->bto", (None, out), "o", "attention_output"
+            )
+            self.output_dense.build((None, self.num_heads, None, self.value_dim))
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        mask=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+        attention_bias=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+    ):
+        self._check_shapes(query.shape, value.shape, None if key is None else key.shape)
+        if key is None:
+            key = value
+        _validation.check_mask(
+            "mask",
+            mask,
+            [(value.shape[0], value.shape[1]), (value.shape[0], query.shape[1], value.shape[1])],
+            self.name,
+        )
+        q = self.query_dense(query)
+        k = self.key_dense(key)
+        v = self.value_dense(value)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
+        scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
+        if attention_bias is not None:
+            scores = scores + ops.cast(attention_bias, scores.dtype)
+        full_mask = attn_ops.attention_mask(
+            ops.shape(query)[1],
+            ops.shape(value)[1],
+            mask=mask,
+            query_mask=query_mask,
+            key_masks=(value_mask, key_mask),
+            use_causal_mask=use_causal_mask,
+        )
+        if full_mask is not None:
+            full_mask = ops.expand_dims(full_mask, 1)
+        weights = attn_ops.masked_softmax(scores, full_mask)
+        dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
+        context = attn_ops.weighted_sum(dropped, v)
+        if self.use_output_projection:
+            output = self.output_dense(context)
+        else:
+            batch, _, length, _ = ops.shape(context)
+            output = ops.reshape(
+                ops.transpose(context, (0, 2, 1, 3)),
+                (batch, length, self.num_heads * self.value_dim),
+            )
+        if return_attention_scores:
+            return output, weights
+        return output
+
+    def compute_mask(self, query, previous_mask=None):
+        # Not `previous_mask`: Keras sets that to an explicit `mask=` (over keys).
+        return _validation.query_output_mask(query)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "key_dim": self.key_dim,
+            "value_dim": self.value_dim,
+            "dropout": self.dropout,
+            "use_bias": self.use_bias,
+            "output_shape": self.output_size,
+            "use_output_projection": self.use_output_projection,
+            "rope_max_wavelength": self.rope_max_wavelength,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            "seed": self.seed,
+        }

@@ -1,0 +1,89 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_attn
+from tests.keras_attn.contract import (
+    assert_ignores_masked_steps,
+    run_layer_contract,
+    to_numpy,
+)
+
+
+def _inputs(rng, b=3, t=7, h=16, hq=12):
+    return {
+        "query": rng.normal(size=(b, hq)).astype("float32"),
+        "values": rng.normal(size=(b, t, h)).astype("float32"),
+    }
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_contract_source_shapes(rng, normalize):
+    run_layer_contract(
+        keras_attn.BahdanauAttention,
+        {"units": 10, "normalize": normalize},
+        _inputs(rng),
+        [(3, 16), (3, 7, 1)],
+        expect_trainable_weights=5 if normalize else 4,
+    )
+
+
+def test_contract_with_mask_and_several_queries(rng):
+    inputs = _inputs(rng)
+    inputs["query"] = rng.normal(size=(3, 4, 12)).astype("float32")
+    inputs["mask"] = np.array([[1] * 7, [1] * 3 + [0] * 4, [1] + [0] * 6], bool)
+    run_layer_contract(
+        keras_attn.BahdanauAttention, {"units": 8}, inputs, [(3, 4, 16), (3, 4, 7, 1)]
+    )
+
+
+def test_matches_the_source_formula(rng):
+    inputs = _inputs(rng)
+    layer = keras_attn.BahdanauAttention(units=10)
+    context, weights = (to_numpy(x) for x in layer(inputs["query"], inputs["values"]))
+    score = layer.score_layer
+    w1, w2 = to_numpy(score.query_projection.kernel), to_numpy(score.key_projection.kernel)
+    v, b = to_numpy(score.v), to_numpy(score.bias)
+    e = np.tanh((inputs["query"] @ w1)[:, None, :] + inputs["values"] @ w2 + b) @ v
+    alpha = np.exp(e - e.max(1, keepdims=True))
+    alpha /= alpha.sum(1, keepdims=True)
+    np.testing.assert_allclose(weights[..., 0], alpha, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(context, np.einsum("bt,bth->bh", alpha, inputs["values"]), rtol=1e-5, atol=1e-6)
+
+
+def test_precomputed_keys_before_first_call_and_equal_results(rng):
+    inputs = _inputs(rng)
+    layer = keras_attn.BahdanauAttention(units=10)
+    keys = layer.precompute_keys(inputs["values"])  # layer not built yet
+    assert tuple(keys.shape) == (3, 7, 10)
+    fast = layer(inputs["query"], inputs["values"], precomputed_keys=keys)
+    slow = layer(inputs["query"], inputs["values"])
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
+
+
+def test_padding_mask_explicit_and_from_keras(rng):
+    inputs = _inputs(rng)
+    keep = np.array([[1] * 7, [1] * 3 + [0] * 4, [1] + [0] * 6], bool)
+    layer = keras_attn.BahdanauAttention(units=10)
+    assert_ignores_masked_steps(
+        lambda x: layer(x["query"], x["values"], mask=keep), inputs, "values", keep
+    )
+    # The Keras mask of `values` (here from an Embedding) is used without `mask=`.
+    tokens = keras.Input((None,), dtype="int32")
+    state = keras.Input((12,))
+    values = keras.layers.Embedding(30, 16, mask_zero=True)(tokens)
+    _, weights = keras_attn.BahdanauAttention(units=6)(state, values)
+    model = keras.Model([state, tokens], weights)
+    ids = np.array([[5, 6, 0, 0], [7, 0, 0, 0], [1, 2, 3, 4]])
+    w = to_numpy(model([inputs["query"], ids]))[..., 0]
+    assert np.all(w[0, 2:] == 0) and np.all(w[1, 1:] == 0)
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_bad_inputs(rng):
+    inputs = _inputs(rng)
+    with pytest.raises(ValueError, match=r"`value` must have rank 3; received `value` of rank 2"):
+        keras_attn.BahdanauAttention(4)(inputs["query"], inputs["values"][:, 0])
+    with pytest.raises(ValueError, match=r"`units` must be a positive integer"):
+        keras_attn.BahdanauAttention(0)

@@ -1,0 +1,45 @@
+import numpy as np
+import pytest
+
+import keras_attn
+from tests.keras_attn.contract import run_layer_contract, to_numpy
+
+
+def _inputs(rng):
+    return {
+        "query": rng.normal(size=(2, 3, 8)).astype("float32"),
+        "value": rng.normal(size=(2, 6, 8)).astype("float32"),
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, n_weights",
+    [
+        ({"score": "dot"}, 0),
+        ({"score": "dot", "scale": True}, 1),
+        ({"score": "general"}, 1),
+        ({"score": "general", "scale": True}, 2),
+        ({"score": "concat", "units": 5}, 3),
+    ],
+)
+def test_contract(rng, kwargs, n_weights):
+    run_layer_contract(
+        keras_attn.LuongAttention, kwargs, _inputs(rng), [(2, 3, 8), (2, 3, 6)],
+        call_kwargs={"return_attention_scores": True},
+        expect_trainable_weights=n_weights,
+    )
+
+
+def test_scale_multiplies_the_scores(rng):
+    inputs = _inputs(rng)
+    layer = keras_attn.LuongAttention(score="general", scale=True)
+    _, base = layer(**inputs, return_attention_scores=True)
+    layer.scale.assign(0.0)  # g = 0: uniform weights
+    _, flat = layer(**inputs, return_attention_scores=True)
+    np.testing.assert_allclose(to_numpy(flat), 1 / 6, rtol=1e-6)
+    assert not np.allclose(to_numpy(base), 1 / 6)
+
+
+def test_unknown_score_is_rejected():
+    with pytest.raises(ValueError, match=r"`score` must be one of \('dot', 'general', 'concat'\)"):
+        keras_attn.LuongAttention(score="additive")

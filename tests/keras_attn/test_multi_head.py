@@ -1,0 +1,109 @@
+import keras
+import numpy as np
+import pytest
+
+import keras_attn
+from tests.keras_attn.contract import (
+    assert_ignores_masked_steps,
+    run_layer_contract,
+    to_numpy,
+)
+
+
+def _inputs(rng, b=2, tq=5, tk=7, d=16):
+    return {
+        "query": rng.normal(size=(b, tq, d)).astype("float32"),
+        "value": rng.normal(size=(b, tk, d)).astype("float32"),
+    }
+
+
+def test_contract_cross_attention_with_scores(rng):
+    run_layer_contract(
+        keras_attn.MultiHeadAttention,
+        {"num_heads": 4, "key_dim": 8, "value_dim": 6},
+        _inputs(rng),
+        [(2, 5, 16), (2, 4, 5, 7)],
+        call_kwargs={"return_attention_scores": True},
+        expect_trainable_weights=7,  # no key bias: it cannot change the output
+    )
+
+
+def test_contract_causal_rope_and_concat_heads(rng):
+    x = rng.normal(size=(2, 6, 16)).astype("float32")
+    run_layer_contract(
+        keras_attn.MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 4, "use_output_projection": False, "rope_max_wavelength": 100},
+        {"query": x, "value": x},
+        (2, 6, 8),
+        call_kwargs={"use_causal_mask": True},
+    )
+
+
+def test_contract_with_explicit_mask_and_alibi_bias(rng):
+    inputs = _inputs(rng, tq=7)
+    inputs["mask"] = np.array([[1] * 7, [1] * 4 + [0] * 3], bool)
+    bias = to_numpy(keras_attn.ALiBiBias(4)(inputs["query"]))
+    inputs["attention_bias"] = np.repeat(bias, 2, axis=0)  # a model input needs the batch
+    run_layer_contract(
+        keras_attn.MultiHeadAttention, {"num_heads": 4, "key_dim": 4, "output_shape": 10},
+        inputs, (2, 7, 10),
+    )
+
+
+def test_masks_causal_and_padding(rng):
+    inputs = _inputs(rng)
+    keep = np.array([[1] * 7, [1] * 2 + [0] * 5], bool)
+    layer = keras_attn.MultiHeadAttention(num_heads=2, key_dim=4)
+    assert_ignores_masked_steps(
+        lambda x: layer(x["query"], x["value"], mask=keep), inputs, "value", keep
+    )
+    x = inputs["value"]
+    _, w = layer(x, x, use_causal_mask=True, return_attention_scores=True)
+    w = to_numpy(w)
+    assert np.all(np.triu(w, k=1) == 0)
+    # Fully masked rows (a padded query) give zero weights, not uniform ones.
+    tokens = keras.Input((None,), dtype="int32")
+    emb = keras.layers.Embedding(10, 8, mask_zero=True)(tokens)
+    out, weights = keras_attn.MultiHeadAttention(2, 4)(emb, emb, return_attention_scores=True)
+    model = keras.Model(tokens, [out, weights])
+    _, weights = model(np.array([[1, 2, 0], [3, 0, 0]]))
+    weights = to_numpy(weights)
+    assert np.all(weights[1, :, 1:] == 0) and np.all(weights[0, :, :, 2] == 0)
+    np.testing.assert_allclose(weights[0, :, :2].sum(-1), 1.0, rtol=1e-5)
+
+
+def test_output_keeps_the_query_mask():
+    tokens = keras.Input((None,), dtype="int32")
+    emb = keras.layers.Embedding(10, 8, mask_zero=True)(tokens)
+    out = keras_attn.MultiHeadAttention(2, 4)(emb, emb)
+    pooled = keras.layers.GlobalAveragePooling1D()(out)  # uses the mask
+    model = keras.Model(tokens, pooled)
+    a = to_numpy(model(np.array([[1, 2, 0, 0]])))
+    b = to_numpy(model(np.array([[1, 2, 0, 0, 0, 0]])))
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_rope_makes_scores_depend_on_offsets_only(rng):
+    layer = keras_attn.MultiHeadAttention(num_heads=1, key_dim=8, rope_max_wavelength=50)
+    token = rng.normal(size=(1, 1, 16)).astype("float32")
+    x = np.repeat(token, 6, axis=1)  # same token everywhere: only positions differ
+    _, w = layer(x, x, return_attention_scores=True)
+    log_w = np.log(to_numpy(w)[0, 0])
+    # With identical tokens a score depends on the offset i - j alone, so
+    # differences of log-weights within a row (the softmax's constant cancels)
+    # repeat along the diagonals.
+    np.testing.assert_allclose(log_w[3, 1] - log_w[3, 2], log_w[5, 3] - log_w[5, 4], atol=1e-4)
+    assert abs(log_w[3, 1] - log_w[3, 2]) > 1e-3
+
+
+def test_bad_arguments(rng):
+    inputs = _inputs(rng)
+    layer = keras_attn.MultiHeadAttention(2, 4)
+    with pytest.raises(ValueError, match=r"`query` must have rank 3; received `query` of rank 4"):
+        layer(inputs["query"][None], inputs["value"])
+    with pytest.raises(ValueError, match=r"`key` and `value` must have the same length"):
+        layer(inputs["query"], inputs["value"], inputs["value"][:, :3])
+    with pytest.raises(ValueError, match=r"`num_heads` must be a positive integer"):
+        keras_attn.MultiHeadAttention(0, 4)
+    with pytest.raises(ValueError, match=r"`mask` must have shape"):
+        layer(inputs["query"], inputs["value"], mask=np.ones((2, 5, 3), bool))
