@@ -1,0 +1,261 @@
+"""Forward+backward time per step of the attention layers against Keras's own.
+
+TensorFlow backend, CPU. For each case: the median of `--steps` timed steps after
+warm-up, with and without `jit_compile`, and its *matmul floor*: the case's matmul
+FLOP count (forward + backward = 3× forward) divided by the GEMM rate measured in
+the same run. Ours and Keras's are timed in alternating blocks so that machine
+drift affects both alike.
+
+    python benchmarks/attention_layers.py            # prints a table, writes JSON
+
+Cases (B=64, T=128, d=256, 8 heads, as in the foundation issue):
+  (a) keras_attn.MultiHeadAttention vs keras.layers.MultiHeadAttention
+  (b) keras_attn.LuongAttention(score="dot") vs keras.layers.Attention()
+  (c) one BahdanauAttention decoder step over T keys, units=256, with the key
+      projection precomputed once per sequence vs recomputed every step; timed
+      forward+backward (teacher-forced training) and forward only (decoding)
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras_attn  # noqa: E402
+
+
+def gemm_rate(m, k, n, steps):
+    """FLOP/s of a float32 (m×k)·(k×n) matmul, the machine's dense-math ceiling here."""
+    a = tf.random.normal((m, k))
+    b = tf.random.normal((k, n))
+    fn = tf.function(lambda x, y: tf.matmul(x, y))
+    for _ in range(3):
+        fn(a, b).numpy()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2.0 * m * k * n / statistics.median(times)
+
+
+def train_step_fn(layer, inputs, jit):
+    """A compiled fwd+bwd step: gradients of sum(output²) w.r.t. weights and inputs."""
+    variables = layer.trainable_variables
+
+    @tf.function(jit_compile=jit)
+    def step(*args):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            out = layer(*args)
+            out = out[0] if isinstance(out, (list, tuple)) else out
+            loss = tf.reduce_sum(tf.square(out))
+        grads = tape.gradient(loss, [*variables, *args])
+        return loss, grads
+
+    return lambda: step(*inputs)
+
+
+def forward_fn(layer, inputs, jit):
+    """A compiled forward call (what a decoder pays per generated token)."""
+
+    @tf.function(jit_compile=jit)
+    def step(*args):
+        out = layer(*args)
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        return tf.reduce_sum(out), None
+
+    return lambda: step(*inputs)
+
+
+def time_alternating(fns, steps, block=5, warmup=3):
+    """Median seconds per call of each fn, timed in alternating blocks."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            tf.nest.map_structure(lambda t: t.numpy() if t is not None else t, fn())
+    samples = {name: [] for name in fns}
+    while min(len(s) for s in samples.values()) < steps:
+        for name, fn in fns.items():
+            for _ in range(block):
+                start = time.perf_counter()
+                loss, _ = fn()
+                loss.numpy()
+                samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(s[:steps]) for name, s in samples.items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--units", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=20, help="timed steps (≥ 10)")
+    parser.add_argument(
+        "--output",
+        default=os.path.join(os.path.dirname(__file__), "results", "attention_layers.json"),
+    )
+    args = parser.parse_args(argv)
+    if args.steps < 10:
+        parser.error("--steps must be at least 10")
+    b, t, d, h, u = args.batch, args.length, args.dim, args.heads, args.units
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(b, t, d)).astype("float32"))
+    y = tf.constant(rng.normal(size=(b, t, d)).astype("float32"))
+    state = tf.constant(rng.normal(size=(b, d)).astype("float32"))
+
+    rate = gemm_rate(b * t, d, d, args.steps)
+    print(f"GEMM rate ({b * t}x{d}x{d} float32): {rate / 1e9:.1f} GFLOP/s")
+
+    # Forward matmul FLOPs of each case; backward costs twice the forward.
+    mha_flops = 8 * b * t * d * d + 4 * b * t * t * d
+    dot_flops = 4 * b * t * t * d
+    step_flops_recompute = 2 * b * t * d * u + 2 * b * d * u + 2 * b * t * u + 2 * b * t * d
+    step_flops_precomputed = 2 * b * d * u + 2 * b * t * u + 2 * b * t * d
+
+    ours_mha = keras_attn.MultiHeadAttention(num_heads=h, key_dim=d // h)
+    keras_mha = keras.layers.MultiHeadAttention(num_heads=h, key_dim=d // h)
+    ours_mha(x, y)
+    keras_mha(x, y)
+
+    class KerasDot(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.attention = keras.layers.Attention()
+
+        def call(self, q, v):
+            return self.attention([q, v])
+
+    ours_dot = keras_attn.LuongAttention(score="dot")
+    keras_dot = KerasDot()
+
+    bahdanau = keras_attn.BahdanauAttention(units=u)
+    bahdanau(state, y)
+    keys = bahdanau.precompute_keys(y)
+
+    cases = []
+    for jit in (False, True):
+        times = time_alternating(
+            {
+                "ours": train_step_fn(ours_mha, (x, y), jit),
+                "keras": train_step_fn(keras_mha, (x, y), jit),
+            },
+            args.steps,
+        )
+        cases.append(("a", "MultiHeadAttention", jit, times, mha_flops))
+        times = time_alternating(
+            {
+                "ours": train_step_fn(ours_dot, (x, y), jit),
+                "keras": train_step_fn(keras_dot, (x, y), jit),
+            },
+            args.steps,
+        )
+        cases.append(("b", "dot attention", jit, times, dot_flops))
+
+        class Step(keras.layers.Layer):
+            def __init__(self, precomputed):
+                super().__init__()
+                self.attention = bahdanau
+                self.precomputed = precomputed
+
+            def call(self, query, values, keys):
+                return self.attention(
+                    query, values, precomputed_keys=keys if self.precomputed else None
+                )
+
+        for label, make in (("Bahdanau step", train_step_fn), ("Bahdanau step fwd", forward_fn)):
+            times = time_alternating(
+                {
+                    "precomputed": make(Step(True), (state, y, keys), jit),
+                    "recomputed": make(Step(False), (state, y, keys), jit),
+                },
+                args.steps,
+            )
+            cases.append(("c", label, jit, times, None))
+
+    rows = []
+    print()
+    header = f"{'case':<4}{'layer':<22}{'jit':<6}{'variant':<13}{'ms/step':>9}{'floor ms':>10}{'x floor':>9}{'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    for case, name, jit, times, flops in cases:
+        passes = 1 if name.endswith("fwd") else 3
+        if case == "c":
+            flop_of = {"precomputed": step_flops_precomputed, "recomputed": step_flops_recompute}
+            reference = times["recomputed"]
+            ratio_label = "speedup"
+        else:
+            flop_of = {k: flops for k in times}
+            reference = times["keras"]
+            ratio_label = "ours/keras"
+        for variant, seconds in times.items():
+            floor = passes * flop_of[variant] / rate
+            ratio = (reference / seconds) if case == "c" else (seconds / reference)
+            row = {
+                "case": case,
+                "layer": name,
+                "jit_compile": jit,
+                "pass": "forward" if passes == 1 else "forward+backward",
+                "variant": variant,
+                "ms_per_step": 1e3 * seconds,
+                "matmul_floor_ms": 1e3 * floor,
+                "times_floor": seconds / floor,
+                ratio_label: ratio,
+            }
+            rows.append(row)
+            shown = f"{ratio:.3f}" if variant in ("ours", "precomputed") else ""
+            print(
+                f"{case:<4}{name:<22}{str(jit):<6}{variant:<13}{1e3 * seconds:>9.2f}"
+                f"{1e3 * floor:>10.2f}{seconds / floor:>9.2f}{shown:>8}"
+            )
+    summary = {
+        "mha_ours_over_keras": {
+            str(r["jit_compile"]): r["ours/keras"] for r in rows if r["case"] == "a" and r["variant"] == "ours"
+        },
+        "dot_ours_over_keras": {
+            str(r["jit_compile"]): r["ours/keras"] for r in rows if r["case"] == "b" and r["variant"] == "ours"
+        },
+        "bahdanau_precomputed_speedup": {
+            f'{r["pass"]}, jit={r["jit_compile"]}': r["speedup"]
+            for r in rows if r["case"] == "c" and r["variant"] == "precomputed"
+        },
+    }
+    print()
+    print("ours/keras (≤ 1.05 wanted), by jit_compile:")
+    print("  MultiHeadAttention:", {k: round(v, 3) for k, v in summary["mha_ours_over_keras"].items()})
+    print("  dot attention:     ", {k: round(v, 3) for k, v in summary["dot_ours_over_keras"].items()})
+    print("Bahdanau step speedup from precomputed keys (≥ 5 wanted):",
+          {k: round(v, 2) for k, v in summary["bahdanau_precomputed_speedup"].items()})
+    result = {
+        "benchmark": "attention_layers",
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "tensorflow": tf.__version__,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "config": vars(args),
+        "gemm_gflops": rate / 1e9,
+        "rows": rows,
+        "summary": summary,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\nwrote {args.output}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+import os
+import subprocess
+import sys
+
+import keras_attn
+from training import cli
+
+
+def _run(*args):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        [sys.executable, "-m", "training.cli", *args],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+
+
+def test_version():
+    result = _run("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"keras-attn {keras_attn.__version__}"
+
+
+def test_layers_lists_every_registered_layer_with_its_summary(capsys):
+    assert cli.main(["layers"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    registered = keras_attn.registered_layers()
+    assert len(lines) == len(registered) >= 15
+    names = [line.split()[0] for line in lines]
+    assert names == list(registered)
+    bahdanau = next(line for line in lines if line.startswith("BahdanauAttention"))
+    assert "Additive attention of Bahdanau" in bahdanau
+    assert all(len(line.split(None, 1)) == 2 for line in lines), "a layer lacks a summary"
+
+
+def test_console_script_is_installed():
+    import shutil
+
+    script = shutil.which("keras-attn") or os.path.join(os.path.dirname(sys.executable), "keras-attn")
+    assert os.path.exists(script), "pip install did not create the keras-attn script"
+    result = subprocess.run([script, "layers"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "MultiHeadAttention" in result.stdout
