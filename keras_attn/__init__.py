@@ -2,11 +2,12 @@
 
 __version__ = "0.1.0"
 
-from keras_attn import ops, scores
+from keras_attn import decoding, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
 from keras_attn.luong import LuongAttention
 from keras_attn.multi_head import MultiHeadAttention
+from keras_attn.recurrent import AttentionWrapperCell
 from keras_attn.positional import (
     ALiBiBias,
     LearnedPositionEmbedding,
@@ -40,6 +41,7 @@ def registered_layers():
 __all__ = [
     "ALiBiBias",
     "AdditiveScore",
+    "AttentionWrapperCell",
     "Attention",
     "AttentionScore",
     "BahdanauAttention",
@@ -54,6 +56,7 @@ __all__ = [
     "ScaledDotScore",
     "SelfAttention",
     "SinusoidalPositionEncoding",
+    "decoding",
     "ops",
     "registered_layers",
     "scores",

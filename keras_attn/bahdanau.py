@@ -41,6 +41,8 @@ class BahdanauAttention(Attention):
         values: encoder outputs `(B, T, H)`.
         mask: optional `(B, T)` boolean padding mask of `values`.
         precomputed_keys: optional `precompute_keys(values)`.
+        return_attention_scores: `True` (the source's behaviour) returns the
+            weights too; `False` returns the context alone.
         training: whether dropout is active.
 
     Returns:
@@ -96,6 +98,7 @@ class BahdanauAttention(Attention):
         query_mask=None,
         values_mask=None,
         precomputed_keys=None,
+        return_attention_scores=True,
         training=None,
     ):
         context, weights = super().call(
@@ -108,6 +111,8 @@ class BahdanauAttention(Attention):
             return_attention_scores=True,
             training=training,
         )
+        if not return_attention_scores:
+            return context
         return context, ops.expand_dims(weights, -1)
 
     def get_config(self):

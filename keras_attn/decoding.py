@@ -1,0 +1,220 @@
+"""Greedy and beam-search decoding as `keras.ops.while_loop`s.
+
+Both run under `jit_compile` and inside an exported graph: every loop variable has
+a fixed shape (step `t` is written into preallocated `[..., max_length]` buffers),
+and the loop stops early once every sequence has emitted `end_token`.
+
+A decoder is given as `step_fn(tokens, states) → (logits, states, alignment)`:
+`tokens` `(N,)` int32 are the previous tokens, `states` a list of `(N, ...)`
+tensors, `logits` `(N, V)`, `alignment` `(N, T_in)` the step's attention weights.
+Beam search runs it on `N = B · beam_width` rows.
+
+After `end_token`, a sequence continues with `pad_token` at zero cost, so outputs
+are `[tokens..., end_token, pad_token, ...]`.
+"""
+
+from keras import ops
+
+from keras_attn import ops as attn_ops
+
+_NEG = -1e9
+
+
+def length_penalty(lengths, alpha):
+    """GNMT's length penalty `((5 + |Y|) / 6)^α` (Wu et al. 2016, eq. 14)."""
+    lengths = ops.cast(lengths, "float32")
+    return ops.power((5.0 + lengths) / 6.0, alpha)
+
+
+def coverage_penalty(coverage, beta, source_mask=None):
+    """GNMT's coverage penalty `β Σ_i log(min(Σ_j α_ij, 1))` over the source.
+
+    Uncovered positions are floored at 1e-10 (a large finite penalty), and padded
+    source positions are left out.
+    """
+    if not beta:
+        return ops.zeros(ops.shape(coverage)[:-1], "float32")
+    terms = ops.log(ops.maximum(ops.minimum(coverage, 1.0), 1e-10))
+    if source_mask is not None:
+        terms = ops.where(ops.cast(source_mask, "bool"), terms, 0.0)
+    return beta * ops.sum(terms, axis=-1)
+
+
+def _write(buffer, t, value, positions, time_axis):
+    """`buffer[..., t, ...] = value` along `time_axis`, as a fixed-shape `where`."""
+    shape = [1] * len(buffer.shape)
+    shape[time_axis] = -1
+    at_t = ops.reshape(ops.equal(positions, t), shape)
+    return ops.where(at_t, ops.expand_dims(value, time_axis), buffer)
+
+
+def greedy_decode(
+    step_fn,
+    initial_states,
+    batch_size,
+    max_length,
+    start_token,
+    end_token,
+    alignment_length,
+    pad_token=0,
+):
+    """Picks the most likely token at every step.
+
+    Returns:
+        A dict: `tokens` `(B, max_length)` int32, `scores` `(B,)` summed
+        log-probabilities, `lengths` `(B,)` tokens up to and including
+        `end_token`, `alignments` `(B, max_length, T_in)`.
+    """
+    positions = ops.arange(max_length, dtype="int32")
+    loop_vars = (
+        ops.convert_to_tensor(0, "int32"),
+        ops.full((batch_size,), start_token, "int32"),
+        ops.zeros((batch_size,), "bool"),
+        ops.zeros((batch_size,), "float32"),
+        ops.zeros((batch_size,), "int32"),
+        ops.full((batch_size, max_length), pad_token, "int32"),
+        ops.zeros((batch_size, max_length, alignment_length), "float32"),
+        list(initial_states),
+    )
+
+    def cond(t, tokens, finished, scores, lengths, out, alignments, states):
+        return ops.logical_and(ops.less(t, max_length), ops.logical_not(ops.all(finished)))
+
+    def body(t, tokens, finished, scores, lengths, out, alignments, states):
+        logits, states, alignment = step_fn(tokens, states)
+        log_probs = attn_ops.masked_log_softmax(ops.cast(logits, "float32"))
+        best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+        best = ops.where(finished, pad_token, best)
+        gained = ops.take_along_axis(log_probs, ops.expand_dims(best, -1), axis=-1)[:, 0]
+        scores = scores + ops.where(finished, 0.0, gained)
+        lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+        alignment = ops.where(ops.expand_dims(finished, -1), 0.0, ops.cast(alignment, "float32"))
+        out = _write(out, t, best, positions, 1)
+        alignments = _write(alignments, t, alignment, positions, 1)
+        finished = ops.logical_or(finished, ops.equal(best, end_token))
+        return t + 1, best, finished, scores, lengths, out, alignments, list(states)
+
+    _, _, _, scores, lengths, out, alignments, _ = ops.while_loop(cond, body, loop_vars)
+    return {"tokens": out, "scores": scores, "lengths": lengths, "alignments": alignments}
+
+
+def tile_beams(x, beam_width):
+    """`(B, ...)` → `(B · K, ...)`, each row repeated `K` times in place."""
+    return ops.repeat(x, beam_width, axis=0)
+
+
+def beam_search(
+    step_fn,
+    initial_states,
+    batch_size,
+    beam_width,
+    max_length,
+    start_token,
+    end_token,
+    alignment_length,
+    length_penalty_alpha=0.0,
+    coverage_penalty_beta=0.0,
+    source_mask=None,
+    pad_token=0,
+    return_all_beams=False,
+):
+    """Beam search with GNMT length and coverage penalties.
+
+    Beams are ranked by `log P(Y) / lp(Y) + cp(Y)` (Wu et al. 2016, eq. 14).
+    A finished beam keeps its score and length. With `beam_width=1` this is
+    greedy decoding, token for token.
+
+    Args:
+        step_fn: the decoder step (see the module docstring).
+        initial_states: `(B, ...)` states; they are tiled to `B · beam_width`.
+        batch_size, max_length: `B` and the number of steps.
+        beam_width: `K`.
+        start_token, end_token, pad_token: token ids.
+        alignment_length: `T_in`.
+        length_penalty_alpha: `α` (0 disables).
+        coverage_penalty_beta: `β` (0 disables).
+        source_mask: `(B, T_in)` padding mask, for the coverage penalty.
+        return_all_beams: return every beam (sorted best first) instead of the best.
+
+    Returns:
+        A dict: `tokens` `(B, max_length)` (or `(B, K, max_length)`), `scores`
+        the ranking scores, `log_probs` summed log-probabilities, `lengths`,
+        and `alignments` `(B, [K,] max_length, T_in)`.
+    """
+    k = int(beam_width)
+    if k < 1:
+        raise ValueError(f"`beam_width` must be at least 1; received {beam_width}.")
+    positions = ops.arange(max_length, dtype="int32")
+    states = [tile_beams(s, k) for s in initial_states]
+    if source_mask is not None:
+        source_mask = ops.repeat(ops.expand_dims(ops.cast(source_mask, "bool"), 1), k, axis=1)
+    first_beam_only = ops.concatenate(
+        [ops.zeros((batch_size, 1), "float32"), ops.full((batch_size, k - 1), _NEG, "float32")],
+        axis=1,
+    )
+    loop_vars = (
+        ops.convert_to_tensor(0, "int32"),
+        ops.full((batch_size * k,), start_token, "int32"),
+        ops.zeros((batch_size, k), "bool"),
+        first_beam_only,  # summed log-probabilities
+        ops.zeros((batch_size, k), "float32"),  # ranking scores
+        ops.zeros((batch_size, k), "int32"),  # lengths
+        ops.full((batch_size, k, max_length), pad_token, "int32"),
+        ops.zeros((batch_size, k, max_length, alignment_length), "float32"),
+        ops.zeros((batch_size, k, alignment_length), "float32"),  # coverage
+        states,
+    )
+    batch_offsets = ops.expand_dims(ops.arange(batch_size, dtype="int32") * k, -1)
+
+    def cond(t, tokens, finished, *rest):
+        return ops.logical_and(ops.less(t, max_length), ops.logical_not(ops.all(finished)))
+
+    def body(t, tokens, finished, log_prob_sum, ranks, lengths, out, alignments, coverage, states):
+        logits, states, alignment = step_fn(tokens, states)
+        vocab = logits.shape[-1]
+        log_probs = attn_ops.masked_log_softmax(ops.cast(logits, "float32"))
+        log_probs = ops.reshape(log_probs, (batch_size, k, vocab))
+        # A finished beam may only continue with padding, at no cost.
+        pad_only = ops.where(ops.equal(ops.arange(vocab), pad_token), 0.0, _NEG)
+        log_probs = ops.where(ops.expand_dims(finished, -1), pad_only, log_probs)
+        totals = ops.expand_dims(log_prob_sum, -1) + log_probs
+        new_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
+        alignment = ops.reshape(ops.cast(alignment, "float32"), (batch_size, k, -1))
+        alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
+        new_coverage = coverage + alignment
+        rank = totals / ops.expand_dims(length_penalty(new_lengths, length_penalty_alpha), -1)
+        rank = rank + ops.expand_dims(
+            coverage_penalty(new_coverage, coverage_penalty_beta, source_mask), -1
+        )
+        top_ranks, top = ops.top_k(ops.reshape(rank, (batch_size, k * vocab)), k)
+        top = ops.cast(top, "int32")
+        parent, token = top // vocab, top % vocab
+
+        def pick(x):  # (B, K, ...) rows of the parents
+            index = ops.reshape(parent, (batch_size, k) + (1,) * (len(x.shape) - 2))
+            return ops.take_along_axis(x, index, axis=1)
+
+        log_prob_sum = ops.take_along_axis(ops.reshape(totals, (batch_size, k * vocab)), top, 1)
+        finished = ops.logical_or(pick(finished), ops.equal(token, end_token))
+        lengths = pick(new_lengths)
+        out = _write(pick(out), t, token, positions, 2)
+        alignments = _write(pick(alignments), t, pick(alignment), positions, 2)
+        coverage = pick(new_coverage)
+        rows = ops.reshape(batch_offsets + parent, (-1,))
+        states = [ops.take(s, rows, axis=0) for s in states]
+        return (t + 1, ops.reshape(token, (-1,)), finished, log_prob_sum, top_ranks,
+                lengths, out, alignments, coverage, states)
+
+    result = ops.while_loop(cond, body, loop_vars)
+    _, _, _, log_prob_sum, ranks, lengths, out, alignments, _, _ = result
+    # top_k keeps the beams sorted by rank, and finished beams keep their rank.
+    if return_all_beams:
+        return {"tokens": out, "scores": ranks, "log_probs": log_prob_sum,
+                "lengths": lengths, "alignments": alignments}
+    return {
+        "tokens": out[:, 0],
+        "scores": ranks[:, 0],
+        "log_probs": log_prob_sum[:, 0],
+        "lengths": lengths[:, 0],
+        "alignments": alignments[:, 0],
+    }

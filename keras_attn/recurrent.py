@@ -1,0 +1,227 @@
+"""An RNN cell wrapped with attention over an encoder memory (the decoder of seq2seq)."""
+
+import keras
+from keras import ops
+
+from keras_attn import _validation
+from keras_attn.attention import Attention
+
+
+def _flat_state_size(cell):
+    size = cell.state_size
+    return list(size) if isinstance(size, (list, tuple)) else [size]
+
+
+@keras.saving.register_keras_serializable(package="keras_attn")
+class AttentionWrapperCell(keras.layers.Layer):
+    """Wraps an RNN cell with attention over a memory: the Keras 3 `AttentionWrapper`.
+
+    Per step `t`, with the previous attention vector `a_{t-1}` (TF-Addons'
+    `AttentionWrapper` semantics, Luong et al. 2015 §3.3):
+
+        x_t  = [y_t; a_{t-1}]              (input feeding; `y_t` alone without it)
+        h_t  = cell(x_t, s_{t-1})
+        c_t, α_t = attention(h_t, memory)  (keys projected once per sequence)
+        a_t  = tanh(W_c [c_t; h_t])        (Luong's attentional state h̃, with
+                                           `attention_layer_size`; else a_t = c_t)
+        out  = a_t                         (`output_attention=True`, Luong style)
+               h_t                         (`output_attention=False`, Bahdanau style)
+
+    The encoder memory, its precomputed keys and its padding mask travel as
+    states, because Keras 3's `RNN` has no `constants=`: build them once with
+    `get_initial_state(memory, mask, cell_state)`. Inside `keras.layers.RNN` the
+    cell runs teacher-forced over a whole target sequence; called directly it
+    takes one decoding step. The last alignment `α_t` is a state too, so a
+    decoding loop collects the alignment history step by step.
+
+    Args:
+        cell: any Keras RNN cell (`GRUCell`, `LSTMCell`, `SimpleRNNCell`, ...).
+        attention: a `keras_attn.Attention` layer (e.g. `BahdanauAttention`,
+            `LuongAttention`) whose query is the cell output.
+        attention_layer_size: size of `W_c`; `None` uses the context as `a_t`.
+        input_feeding: concatenate `a_{t-1}` to each input.
+        output_attention: output `a_t` (True) or the cell output `h_t` (False).
+        memory_size: feature size `d` of the memory (the encoder outputs), so the
+            attention weights exist from `build` on (needed to load a `.keras`).
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: `(B, d_in)` step input.
+        states: the list from `get_initial_state` (or the previous step).
+        training: whether dropout is active.
+
+    Returns:
+        `(output, new_states)`.
+
+    Example:
+
+    >>> memory = np.random.rand(2, 6, 8).astype("float32")
+    >>> cell = keras_attn.AttentionWrapperCell(
+    ...     keras.layers.GRUCell(16), keras_attn.LuongAttention("general"),
+    ...     memory_size=8, attention_layer_size=16)
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> states = cell.get_initial_state(memory, batch_size=2)
+    >>> rnn(np.random.rand(2, 4, 5).astype("float32"), initial_state=states).shape
+    (2, 4, 16)
+    """
+
+    def __init__(
+        self,
+        cell,
+        attention,
+        memory_size,
+        attention_layer_size=None,
+        input_feeding=True,
+        output_attention=True,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(cell, dict):
+            cell = keras.saving.deserialize_keras_object(cell)
+        if isinstance(attention, dict):
+            attention = keras.saving.deserialize_keras_object(attention)
+        if not isinstance(attention, Attention):
+            raise TypeError(
+                "`attention` must be a keras_attn.Attention layer; received "
+                f"{type(attention).__name__}."
+            )
+        if not hasattr(cell, "state_size"):
+            raise TypeError(f"`cell` must be an RNN cell with `state_size`; received {cell}.")
+        if int(memory_size) <= 0:
+            raise ValueError(f"`memory_size` must be positive; received {memory_size}.")
+        self.cell = cell
+        self.attention = attention
+        self.attention_layer_size = attention_layer_size
+        self.input_feeding = bool(input_feeding)
+        self.output_attention = bool(output_attention)
+        self.memory_size = int(memory_size)
+        self.attention_layer = (
+            keras.layers.Dense(
+                attention_layer_size,
+                activation="tanh",
+                use_bias=False,
+                dtype=self.dtype_policy,
+                name="attention_layer",
+            )
+            if attention_layer_size
+            else None
+        )
+        self._cell_state_size = _flat_state_size(cell)
+        self._attention_size = attention_layer_size or memory_size
+        # Memory-shaped states have no fixed size; Keras reads these integers
+        # only to make zero states, and the real ones come from get_initial_state.
+        self.state_size = [*self._cell_state_size, self._attention_size, 1, 1, 1, 1]
+        self.output_size = (
+            self._attention_size if self.output_attention else self._cell_state_size[0]
+        )
+
+    @property
+    def num_cell_states(self):
+        return len(self._cell_state_size)
+
+    def build(self, inputs_shape):
+        batch = inputs_shape[0]
+        step_input = inputs_shape[-1] + (self._attention_size if self.input_feeding else 0)
+        if not self.cell.built:
+            self.cell.build((batch, step_input))
+        query_shape = (batch, self._cell_state_size[0])
+        if not self.attention.built:
+            self.attention.build(query_shape, (batch, None, self.memory_size))
+        if self.attention_layer is not None and not self.attention_layer.built:
+            self.attention_layer.build((batch, self.memory_size + query_shape[-1]))
+
+    def get_initial_state(self, memory, mask=None, cell_state=None, batch_size=None):
+        """The states for a sequence over `memory` `(B, T, d)`.
+
+        Args:
+            memory: encoder outputs.
+            mask: optional `(B, T)` padding mask of the memory.
+            cell_state: optional initial state(s) of the wrapped cell (e.g. a
+                projection of the encoder's final state); zeros otherwise.
+            batch_size: unused (the memory's batch is used); accepted so Keras
+                can call this method.
+        """
+        _validation.check_rank("memory", memory.shape, 3, self.name)
+        if memory.shape[-1] not in (None, self.memory_size):
+            raise ValueError(
+                f"{self.name}: `memory` must have {self.memory_size} features; "
+                f"received shape {tuple(memory.shape)}."
+            )
+        dtype = self.compute_dtype
+        # Zeros shaped from the memory, so this also works on symbolic tensors.
+        per_step = ops.zeros_like(ops.cast(memory[:, :, 0], dtype))  # (B, T)
+        per_example = per_step[:, :1]  # (B, 1)
+
+        def zeros(size):
+            return ops.tile(per_example, (1, size))
+
+        if cell_state is None:
+            cell_state = [zeros(s) for s in self._cell_state_size]
+        elif not isinstance(cell_state, (list, tuple)):
+            cell_state = [cell_state]
+        if len(cell_state) != self.num_cell_states:
+            raise ValueError(
+                f"{self.name}: the cell has {self.num_cell_states} states; received "
+                f"{len(cell_state)} in `cell_state`."
+            )
+        keys = self.attention.precompute_keys(memory)
+        mask = per_step + 1.0 if mask is None else ops.cast(mask, dtype)
+        return [
+            *cell_state,
+            zeros(self._attention_size),
+            per_step,
+            memory,
+            keys,
+            mask,
+        ]
+
+    def call(self, inputs, states, training=None):
+        n = self.num_cell_states
+        cell_states = list(states[:n])
+        previous_attention, _, memory, keys, mask = states[n:]
+        cell_inputs = (
+            ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], axis=-1)
+            if self.input_feeding
+            else inputs
+        )
+        cell_kwargs = {"training": training} if self.cell._call_has_training_arg else {}
+        cell_output, new_cell_states = self.cell(
+            cell_inputs, cell_states if n > 1 else cell_states[0], **cell_kwargs
+        )
+        if not isinstance(new_cell_states, (list, tuple)):
+            new_cell_states = [new_cell_states]
+        context, alignment = self.attention(
+            cell_output,
+            memory,
+            mask=ops.cast(mask, "bool"),
+            precomputed_keys=keys,
+            return_attention_scores=True,
+            training=training,
+        )
+        if alignment.shape[-1] == 1 and len(alignment.shape) == 3:
+            alignment = ops.squeeze(alignment, -1)  # BahdanauAttention's (B, T, 1)
+        if self.attention_layer is not None:
+            attention_vector = self.attention_layer(ops.concatenate([context, cell_output], -1))
+        else:
+            attention_vector = context
+        output = attention_vector if self.output_attention else cell_output
+        new_states = [
+            *new_cell_states,
+            attention_vector,
+            ops.cast(alignment, mask.dtype),
+            memory,
+            keys,
+            mask,
+        ]
+        return output, new_states
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "cell": keras.saving.serialize_keras_object(self.cell),
+            "attention": keras.saving.serialize_keras_object(self.attention),
+            "attention_layer_size": self.attention_layer_size,
+            "input_feeding": self.input_feeding,
+            "output_attention": self.output_attention,
+            "memory_size": self.memory_size,
+        }

@@ -1,0 +1,277 @@
+"""Seq2seq translator: bidirectional RNN encoder, attention-wrapped RNN decoder.
+
+Bahdanau et al. 2015 / Luong et al. 2015. The training model takes `source` ids
+and teacher-forced `target_in` ids (`[START] y_1 … y_n`) and returns logits for
+`target_out` (`y_1 … y_n [END]`); `generate` decodes greedily or with beam search.
+Token ids follow `training.text`: `[PAD]=0 [UNK]=1 [START]=2 [END]=3`.
+"""
+
+import dataclasses
+
+import keras
+from keras import ops
+
+import keras_attn
+from keras_attn import decoding
+
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat")
+RNNS = ("gru", "lstm")
+
+
+@dataclasses.dataclass
+class TranslatorConfig:
+    """Sizes and choices of a translator; vocabularies and lengths come from the data."""
+
+    source_vocab_size: int
+    target_vocab_size: int
+    max_source_length: int
+    max_target_length: int  # with [START] / [END]
+    attention: str = "bahdanau"
+    rnn: str = "gru"
+    embedding_dim: int = 64
+    encoder_units: int = 64  # per direction: the memory has 2 × encoder_units features
+    decoder_units: int = 128
+    attention_units: int = 128
+    attention_layer_size: int = 128
+    input_feeding: bool = True
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}.")
+        if self.rnn not in RNNS:
+            raise ValueError(f"`rnn` must be one of {RNNS}; received {self.rnn!r}.")
+        if self.attention == "luong-dot" and self.decoder_units != 2 * self.encoder_units:
+            raise ValueError(
+                "`luong-dot` scores h_tᵀ h̄_s, so `decoder_units` must equal 2 × "
+                f"`encoder_units`; received {self.decoder_units} and {self.encoder_units}."
+            )
+
+
+def _rnn_layer(kind, units, **kwargs):
+    return (keras.layers.GRU if kind == "gru" else keras.layers.LSTM)(units, **kwargs)
+
+
+def _rnn_cell(kind, units, dropout):
+    cls = keras.layers.GRUCell if kind == "gru" else keras.layers.LSTMCell
+    return cls(units, dropout=dropout, name=f"{kind}_cell")
+
+
+def make_attention(kind, units):
+    if kind == "bahdanau":
+        return keras_attn.BahdanauAttention(units, name="attention")
+    return keras_attn.LuongAttention(
+        score=kind.split("-", 1)[1], units=units, scale=kind != "luong-dot", name="attention"
+    )
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TranslatorEncoder(keras.layers.Layer):
+    """Embedding + bidirectional GRU/LSTM; returns the memory, its mask and the
+    decoder's initial cell state(s) (`tanh` projections of the final states)."""
+
+    def __init__(self, vocab_size, embedding_dim, units, decoder_units, rnn="gru", dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size, self.embedding_dim, self.units = vocab_size, embedding_dim, units
+        self.decoder_units, self.rnn_kind, self.dropout = decoder_units, rnn, dropout
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="embedding")
+        self.rnn = keras.layers.Bidirectional(
+            _rnn_layer(rnn, units, return_sequences=True, return_state=True, dropout=dropout),
+            name="bidirectional",
+        )
+        n_states = 1 if rnn == "gru" else 2
+        self.bridges = [
+            keras.layers.Dense(decoder_units, activation="tanh", name=f"bridge_{i}")
+            for i in range(n_states)
+        ]
+
+    def build(self, source_shape):
+        self.embedding.build(source_shape)
+        self.rnn.build((*source_shape, self.embedding_dim))
+        for bridge in self.bridges:
+            bridge.build((source_shape[0], 2 * self.units))
+
+    def call(self, source, training=None):
+        mask = ops.not_equal(source, PAD_ID)
+        outputs = self.rnn(self.embedding(source), mask=mask, training=training)
+        memory, finals = outputs[0], outputs[1:]
+        half = len(finals) // 2
+        forward, backward = finals[:half], finals[half:]
+        cell_states = [
+            bridge(ops.concatenate([f, b], axis=-1))
+            for bridge, f, b in zip(self.bridges, forward, backward)
+        ]
+        return memory, mask, cell_states
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "decoder_units": self.decoder_units,
+            "rnn": self.rnn_kind,
+            "dropout": self.dropout,
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TranslatorDecoder(keras.layers.Layer):
+    """Target embedding, `AttentionWrapperCell` in `keras.layers.RNN`, output logits.
+
+    `call` runs teacher-forced over `target_in`; `step` is one decoding step.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embedding_dim,
+        units,
+        memory_size,
+        attention="bahdanau",
+        attention_units=128,
+        attention_layer_size=128,
+        rnn="gru",
+        input_feeding=True,
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size, self.embedding_dim, self.units = vocab_size, embedding_dim, units
+        self.memory_size, self.attention_kind = memory_size, attention
+        self.attention_units, self.attention_layer_size = attention_units, attention_layer_size
+        self.rnn_kind, self.input_feeding, self.dropout = rnn, input_feeding, dropout
+        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="embedding")
+        self.cell = keras_attn.AttentionWrapperCell(
+            _rnn_cell(rnn, units, dropout),
+            make_attention(attention, attention_units),
+            memory_size=memory_size,
+            attention_layer_size=attention_layer_size,
+            input_feeding=input_feeding,
+            name="attention_cell",
+        )
+        # No target mask: padded target steps come after the real ones and only
+        # feed the (masked) loss, and a mask would `where` every memory state.
+        self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
+        # Logits in float32 under mixed precision, for a stable softmax.
+        self.output_projection = keras.layers.Dense(vocab_size, dtype="float32", name="logits")
+
+    def build(self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape):
+        self.embedding.build(target_in_shape)
+        self.cell.build((target_in_shape[0], self.embedding_dim))
+        self.output_projection.build((target_in_shape[0], self.cell.output_size))
+
+    def initial_states(self, memory, source_mask, cell_states):
+        return self.cell.get_initial_state(memory, source_mask, list(cell_states))
+
+    def call(self, target_in, memory, source_mask, cell_states, training=None):
+        states = self.initial_states(memory, source_mask, cell_states)
+        outputs = self.rnn(self.embedding(target_in), initial_state=states, training=training)
+        return self.output_projection(outputs)
+
+    def step(self, tokens, states, training=False):
+        """One step: `(logits (N, V), states, alignment (N, T_in))`."""
+        outputs, states = self.cell(self.embedding(tokens), states, training=training)
+        alignment = states[self.cell.num_cell_states + 1]
+        return self.output_projection(outputs), states, alignment
+
+    def compute_output_shape(self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape):
+        return (*target_in_shape, self.vocab_size)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "memory_size": self.memory_size,
+            "attention": self.attention_kind,
+            "attention_units": self.attention_units,
+            "attention_layer_size": self.attention_layer_size,
+            "rnn": self.rnn_kind,
+            "input_feeding": self.input_feeding,
+            "dropout": self.dropout,
+        }
+
+
+def build_translator(config):
+    """The teacher-forcing training model: `{"source", "target_in"}` → logits."""
+    source = keras.Input((None,), dtype="int32", name="source")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
+    encoder = TranslatorEncoder(
+        config.source_vocab_size,
+        config.embedding_dim,
+        config.encoder_units,
+        config.decoder_units,
+        rnn=config.rnn,
+        dropout=config.dropout,
+        name="encoder",
+    )
+    decoder = TranslatorDecoder(
+        config.target_vocab_size,
+        config.embedding_dim,
+        config.decoder_units,
+        memory_size=2 * config.encoder_units,
+        attention=config.attention,
+        attention_units=config.attention_units,
+        attention_layer_size=config.attention_layer_size,
+        rnn=config.rnn,
+        input_feeding=config.input_feeding,
+        dropout=config.dropout,
+        name="decoder",
+    )
+    memory, mask, cell_states = encoder(source)
+    logits = decoder(target_in, memory, mask, cell_states)
+    return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
+
+
+def compile_translator(model, learning_rate=3e-3, jit_compile="auto"):
+    """Masked cross-entropy (padding carries zero sample weight) and token accuracy."""
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def generate(
+    model,
+    source,
+    max_length,
+    beam_width=1,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+):
+    """Decodes `source` ids `(B, T_in)` with the trained `model`.
+
+    Returns `decoding.greedy_decode` / `beam_search`'s dict: `tokens`
+    `(B, max_length)` (ending in `[END]`, then `[PAD]`), `scores`, `lengths`,
+    `alignments` `(B, max_length, T_in)`.
+    """
+    encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
+    source = ops.convert_to_tensor(source, "int32")
+    memory, mask, cell_states = encoder(source, training=False)
+    states = decoder.initial_states(memory, mask, cell_states)
+    batch, length = ops.shape(source)[0], ops.shape(source)[1]
+    common = dict(
+        initial_states=states if beam_width == 1 else states,
+        batch_size=batch,
+        max_length=max_length,
+        start_token=START_ID,
+        end_token=END_ID,
+        alignment_length=length,
+        pad_token=PAD_ID,
+    )
+    if beam_width == 1:
+        return decoding.greedy_decode(decoder.step, **common)
+    return decoding.beam_search(
+        decoder.step,
+        beam_width=beam_width,
+        length_penalty_alpha=length_penalty,
+        coverage_penalty_beta=coverage_penalty,
+        source_mask=mask,
+        **common,
+    )

@@ -1,0 +1,1 @@
+"""Datasets: built-in generators and loaders for public formats (no network)."""

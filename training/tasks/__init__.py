@@ -1,0 +1,57 @@
+"""The task registry: a task name → what training, evaluating and exporting it needs.
+
+Adding a model means adding one `Task` here (and its module), not editing the CLI.
+A task module must not import TensorFlow: export code is imported lazily, and runs
+on the TensorFlow backend (in a subprocess when training ran on another backend).
+"""
+
+import dataclasses
+from typing import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One entry of the registry.
+
+    Attributes:
+        name: the CLI name (`keras-attn train NAME`).
+        summary: one line for `--help`.
+        add_arguments: `fn(argparse parser)` adding the task's flags.
+        train: `fn(args) → run` training, evaluating and (unless `--no-export`)
+            exporting; returns a dict of figures.
+        evaluate: `fn(args) → dict` of figures for a trained model directory.
+        export: `fn(run_dir, export_root) → version path`, on the TF backend.
+    """
+
+    name: str
+    summary: str
+    add_arguments: Callable
+    train: Callable
+    evaluate: Callable
+    export: Callable
+
+
+def _translator():
+    from training.tasks import translator
+
+    return Task(
+        name="translator",
+        summary="seq2seq translator with Bahdanau/Luong attention (default: dates → ISO)",
+        add_arguments=translator.add_arguments,
+        train=translator.train,
+        evaluate=translator.evaluate,
+        export=translator.export,
+    )
+
+
+_FACTORIES = {"translator": _translator}
+
+
+def names():
+    return sorted(_FACTORIES)
+
+
+def get(name):
+    if name not in _FACTORIES:
+        raise ValueError(f"Unknown task {name!r}; expected one of {names()}.")
+    return _FACTORIES[name]()
