@@ -124,11 +124,16 @@ class AttentionWrapperCell(keras.layers.Layer):
         step_input = inputs_shape[-1] + (self._attention_size if self.input_feeding else 0)
         if not self.cell.built:
             self.cell.build((batch, step_input))
-        query_shape = (batch, self._cell_state_size[0])
+        self._build_attention()
+
+    def _build_attention(self):
+        # Its sizes are known from the constructor, so `get_initial_state` can
+        # build it even before `keras.layers.RNN` builds this cell.
+        query_shape = (None, self._cell_state_size[0])
         if not self.attention.built:
-            self.attention.build(query_shape, (batch, None, self.memory_size))
+            self.attention.build(query_shape, (None, None, self.memory_size))
         if self.attention_layer is not None and not self.attention_layer.built:
-            self.attention_layer.build((batch, self.memory_size + query_shape[-1]))
+            self.attention_layer.build((None, self.memory_size + query_shape[-1]))
 
     def get_initial_state(self, memory, mask=None, cell_state=None, batch_size=None):
         """The states for a sequence over `memory` `(B, T, d)`.
@@ -147,6 +152,7 @@ class AttentionWrapperCell(keras.layers.Layer):
                 f"{self.name}: `memory` must have {self.memory_size} features; "
                 f"received shape {tuple(memory.shape)}."
             )
+        self._build_attention()
         dtype = self.compute_dtype
         # Zeros shaped from the memory, so this also works on symbolic tensors.
         per_step = ops.zeros_like(ops.cast(memory[:, :, 0], dtype))  # (B, T)

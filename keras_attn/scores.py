@@ -73,6 +73,17 @@ class AttentionScore(keras.layers.Layer):
         return super().get_config()
 
 
+def _project_rows(dense, x):
+    """`dense(x)` for `(B, T, d)` `x` as one `(B·T, d)` matmul.
+
+    Keras's TF backend runs a rank-3 `Dense` as `Tensordot`, whose gradient XLA
+    rejects inside a `while` loop (an RNN decoder step under `jit_compile`).
+    """
+    batch, length = ops.shape(x)[0], ops.shape(x)[1]
+    rows = dense(ops.reshape(x, (-1, x.shape[-1])))
+    return ops.reshape(rows, (batch, length, rows.shape[-1]))
+
+
 def _query_shape_3d(query_shape):
     query_shape = tuple(query_shape)
     return query_shape if len(query_shape) == 3 else (query_shape[0], 1, query_shape[1])
@@ -351,14 +362,17 @@ class AdditiveScore(AttentionScore):
         # Per step, only the (B, Tq, Tk, units) tanh is paid: the bias joins the
         # small query term, and vᵀ tanh(·) is one matrix-vector product (2.5×
         # faster forward+backward than multiply-then-sum on the TF CPU backend).
-        projected_query = self.query_projection(query)
+        projected_query = _project_rows(self.query_projection, query)
         if self.bias is not None:
             projected_query = projected_query + ops.cast(self.bias, projected_query.dtype)
         hidden = ops.tanh(ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1))
         v = self.v
         if self.g is not None:
             v = self.g * v / ops.sqrt(ops.sum(ops.square(v)))
-        return ops.squeeze(ops.matmul(hidden, ops.expand_dims(ops.cast(v, hidden.dtype), -1)), -1)
+        # v as (1, 1, units, 1): equal ranks make one broadcasting batched matmul
+        # (a rank-2 operand would go through Tensordot, see `_project_rows`).
+        v = ops.reshape(ops.cast(v, hidden.dtype), (1, 1, -1, 1))
+        return ops.squeeze(ops.matmul(hidden, v), -1)
 
     def get_config(self):
         return {

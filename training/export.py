@@ -107,8 +107,12 @@ def export_translator(model, source_vocab, target_vocab, meta, export_root, name
     table = lookup_table(source_vocab.tokens)
 
     def serve(text):
-        if text.shape.rank != 1:
-            raise ValueError(f"`text` must be a 1-D string tensor; received rank {text.shape.rank}")
+        # A loaded signature accepts other ranks, and a static rank check folds
+        # away (the placeholder says [None]); size == shape[0] holds only for 1-D.
+        with tf.control_dependencies([tf.debugging.assert_equal(
+                tf.size(text), tf.shape(text)[0],
+                message="`text` must be a 1-D string tensor of shape [batch]")]):
+            text = tf.identity(text)
         ids = tokenize(text, table, preprocess, max_source)
         out = generate(model, ids, max_steps, beam_width=beam_width,
                        length_penalty=float(meta.get("length_penalty", 0.0)))

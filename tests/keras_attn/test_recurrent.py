@@ -1,0 +1,124 @@
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+
+import keras_attn
+from tests.keras_attn.contract import to_numpy
+
+
+def _attention(kind):
+    return {
+        "bahdanau": lambda: keras_attn.BahdanauAttention(8),
+        "luong-dot": lambda: keras_attn.LuongAttention("dot"),
+        "luong-general": lambda: keras_attn.LuongAttention("general", scale=True),
+        "luong-concat": lambda: keras_attn.LuongAttention("concat", units=6),
+    }[kind]()
+
+
+def _cell(kind):
+    return {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell,
+            "simple": keras.layers.SimpleRNNCell}[kind](12)
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm", "simple"])
+@pytest.mark.parametrize("attention", ["bahdanau", "luong-dot", "luong-general", "luong-concat"])
+def test_rnn_over_a_sequence_equals_step_by_step(rng, rnn, attention):
+    memory = rng.normal(size=(2, 6, 12)).astype("float32")
+    mask = np.array([[1] * 6, [1] * 3 + [0] * 3], bool)
+    inputs = rng.normal(size=(2, 4, 5)).astype("float32")
+    cell = keras_attn.AttentionWrapperCell(
+        _cell(rnn), _attention(attention), memory_size=12, attention_layer_size=10
+    )
+    states = cell.get_initial_state(memory, mask)
+    outputs = to_numpy(keras.layers.RNN(cell, return_sequences=True)(inputs, initial_state=states))
+    assert outputs.shape == (2, 4, 10)
+    step_states = cell.get_initial_state(memory, mask)
+    for t in range(4):
+        out, step_states = cell(inputs[:, t], step_states)
+        np.testing.assert_allclose(to_numpy(out), outputs[:, t], rtol=1e-5, atol=1e-6)
+    alignment = to_numpy(step_states[cell.num_cell_states + 1])
+    assert np.all(alignment[1, 3:] == 0)
+    np.testing.assert_allclose(alignment.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_padded_memory_does_not_change_outputs(rng):
+    memory = rng.normal(size=(2, 6, 8)).astype("float32")
+    mask = np.array([[1] * 6, [1] * 2 + [0] * 4], bool)
+    noisy = memory.copy()
+    noisy[1, 2:] = 100.0
+    cell = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(8), keras_attn.BahdanauAttention(5), memory_size=8,
+        attention_layer_size=8,
+    )
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    a = to_numpy(rnn(x, initial_state=cell.get_initial_state(memory, mask)))
+    b = to_numpy(rnn(x, initial_state=cell.get_initial_state(noisy, mask)))
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_input_feeding_and_output_style(rng):
+    memory = rng.normal(size=(2, 5, 8)).astype("float32")
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    fed = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(6), keras_attn.LuongAttention("general"), memory_size=8,
+        input_feeding=True, output_attention=False,
+    )
+    out = keras.layers.RNN(fed, return_sequences=True)(x, initial_state=fed.get_initial_state(memory))
+    assert tuple(out.shape) == (2, 3, 6)  # Bahdanau style: the cell output
+    assert fed.cell.kernel.shape[0] == 4 + 8  # input + previous context
+    plain = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(6), keras_attn.LuongAttention("general"), memory_size=8,
+        input_feeding=False,
+    )
+    out = keras.layers.RNN(plain, return_sequences=True)(x, initial_state=plain.get_initial_state(memory))
+    assert tuple(out.shape) == (2, 3, 8) and plain.cell.kernel.shape[0] == 4
+
+
+def test_cell_state_and_config_round_trip(rng):
+    memory = rng.normal(size=(2, 5, 8)).astype("float32")
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    cell = keras_attn.AttentionWrapperCell(
+        keras.layers.LSTMCell(6), keras_attn.BahdanauAttention(4, normalize=True),
+        memory_size=8, attention_layer_size=7,
+    )
+    h0 = [np.ones((2, 6), "float32"), np.zeros((2, 6), "float32")]
+    states = cell.get_initial_state(memory, cell_state=h0)
+    np.testing.assert_array_equal(to_numpy(states[0]), 1.0)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    expected = to_numpy(rnn(x, initial_state=states))
+    clone = keras_attn.AttentionWrapperCell.from_config(cell.get_config())
+    clone_rnn = keras.layers.RNN(clone, return_sequences=True)
+    clone_rnn(x, initial_state=clone.get_initial_state(memory, cell_state=h0))
+    clone.set_weights(cell.get_weights())
+    got = to_numpy(clone_rnn(x, initial_state=clone.get_initial_state(memory, cell_state=h0)))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_keras_round_trip_inside_a_model(rng):
+    from models.translator import TranslatorConfig, build_translator
+
+    model = build_translator(TranslatorConfig(20, 10, 7, 6, attention="luong-concat"))
+    x = {"source": rng.integers(0, 20, (3, 7)).astype("int32"),
+         "target_in": rng.integers(0, 10, (3, 5)).astype("int32")}
+    expected = to_numpy(model(x))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6)
+
+
+def test_bad_arguments(rng):
+    with pytest.raises(TypeError, match="`attention` must be a keras_attn.Attention"):
+        keras_attn.AttentionWrapperCell(keras.layers.GRUCell(4), keras.layers.Dense(3), memory_size=4)
+    cell = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(4), keras_attn.LuongAttention("general"), memory_size=8
+    )
+    with pytest.raises(ValueError, match=r"`memory` must have 8 features"):
+        cell.get_initial_state(rng.normal(size=(2, 3, 5)).astype("float32"))
+    with pytest.raises(ValueError, match=r"`memory` must have rank 3"):
+        cell.get_initial_state(rng.normal(size=(2, 8)).astype("float32"))

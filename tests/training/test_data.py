@@ -1,0 +1,83 @@
+import datetime
+import re
+
+import pytest
+
+from training.data import dates
+from training.data.parallel import load_parallel_tsv, normalize_text, split_pairs
+from training.text import END_ID, PAD_ID, START_ID, UNK_ID, Vocabulary, encode_batch
+
+
+def test_date_forms_include_the_required_six():
+    d = datetime.date(1998, 3, 3)
+    written = {f(d) for f in dates.FORMATS.values()}
+    for required in ["3 March 1998", "Tuesday, March 3, 1998", "3.3.1998", "March 3rd, 1998",
+                     "1998年3月3日", "3 de marzo de 1998"]:
+        assert required in written
+    assert len(dates.FORMATS) >= 12
+    assert dates.FORMATS["us_slash"](d) == "03/03/98"
+    assert dates.FORMATS["en_ordinal"](datetime.date(2011, 5, 11)) == "May 11th, 2011"
+    assert dates.FORMATS["en_ordinal"](datetime.date(2011, 5, 22)) == "May 22nd, 2011"
+
+
+def test_corpus_is_deterministic_disjoint_and_in_range():
+    a = dates.date_splits(train=3000, validation=300, test=500, seed=7)
+    b = dates.date_splits(train=3000, validation=300, test=500, seed=7)
+    assert a == b
+    sources = [set(s for s, _ in a[name]) for name in ("train", "validation", "test")]
+    assert not (sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2])
+    years = [int(t[:4]) for pairs in a.values() for _, t in pairs]
+    assert min(years) >= 1950 and max(years) <= 2049
+    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", t) for pairs in a.values() for _, t in pairs)
+    for source, target in a["test"][:200]:  # every source really writes its target's date
+        iso = datetime.date.fromisoformat(target)
+        assert source in {f(iso) for f in dates.FORMATS.values()}
+    assert dates.date_splits(train=100, validation=10, test=10, seed=8) != dates.date_splits(
+        train=100, validation=10, test=10, seed=7)
+
+
+def test_vocabulary_round_trip_unknowns_and_specials(tmp_path):
+    vocab = Vocabulary.build(["abc", "cab"], "char")
+    assert vocab.tokens[:4] == ["[PAD]", "[UNK]", "[START]", "[END]"]
+    assert vocab.encode("abz") == [4, 5, UNK_ID]
+    assert vocab.decode([4, 5, END_ID, 6]) == "ab"
+    assert vocab.decode([4, UNK_ID]) == "a[UNK]"
+    vocab.save(tmp_path / "v.json")
+    again = Vocabulary.load(tmp_path / "v.json")
+    assert again.tokens == vocab.tokens and again.level == "char"
+    ids = encode_batch(vocab, ["abc", ""], 4, add_start_end=True)
+    assert ids.tolist() == [[START_ID, 4, 5, END_ID], [START_ID, END_ID, PAD_ID, PAD_ID]]
+    words = Vocabulary.build(["a b", "b c"], "word")
+    assert words.encode("a c d") == [4, 6, UNK_ID] and words.decode([4, 6]) == "a c"
+    with pytest.raises(ValueError, match="`level` must be one of"):
+        Vocabulary(["x"], "byte")
+
+
+def test_tsv_loader_counts_what_it_skips(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(
+        "Go.\tVe.\tCC-BY 2.0 (France) Attribution: tatoeba.org\n"
+        "no tab here\n"
+        "Hi!\t\n"
+        "\n"
+        "Run!\t¡Corre!\n"
+        "A  very   long sentence indeed.\tUna frase muy larga de verdad.\n"
+        "Cafe\u0301\tCafé\n",
+        encoding="utf-8",
+    )
+    pairs, report = load_parallel_tsv(path, max_length=20)
+    assert pairs == [("Go.", "Ve."), ("Run!", "¡Corre!"), ("Café", "Café")]
+    assert (report.lines, report.malformed, report.empty, report.too_long) == (6, 1, 1, 1)
+    assert report.bad_lines == [2]
+    assert "3 pairs from 6 lines" in report.summary()
+    pairs, _ = load_parallel_tsv(path, reverse=True, lowercase=True, space_punctuation=True, max_pairs=2)
+    assert pairs == [("ve .", "go ."), ("¡ corre !", "run !")]
+    assert normalize_text("  a\t b ") == "a b"
+
+
+def test_split_pairs_keeps_sources_in_one_split():
+    pairs = [(f"s{i % 50}", f"t{i}") for i in range(200)]
+    splits = split_pairs(pairs, seed=1)
+    seen = [set(s for s, _ in splits[k]) for k in ("train", "validation", "test")]
+    assert sum(len(v) for v in splits.values()) == 200
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])

@@ -1,0 +1,179 @@
+"""Export and serving checks for the translator (TensorFlow backend only)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A briefly trained date translator, exported with beam width 4."""
+    from training import cli
+
+    root = tmp_path_factory.mktemp("export")
+    work, out = str(root / "work"), str(root / "saved_models")
+    cli.main(["train", "translator", "--train-size", "3000", "--test-size", "200", "--epochs", "2",
+              "--work-dir", work, "--output-dir", out, "--no-tensorboard"])
+    return {"work": work, "export": os.path.join(out, "translator", "1"), "root": out}
+
+
+def _tf_only(code, cwd):
+    """Runs `code` in a fresh interpreter that sees TensorFlow but not keras_attn."""
+    import tensorflow as tf
+
+    site = os.path.dirname(os.path.dirname(tf.__file__))
+    prelude = f"import sys; sys.path[:] = [p for p in sys.path if 'site-packages' not in p] + [{site!r}]\n"
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", prelude + textwrap.dedent(code)],
+        capture_output=True, text=True, cwd=cwd, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_export_layout_and_atomic_versions(trained, tmp_path):
+    from training.export import next_version, write_atomically, write_serving_config
+
+    assert os.path.exists(os.path.join(trained["export"], "saved_model.pb"))
+    assert os.path.exists(os.path.join(trained["export"], "assets.extra", "model.keras"))
+    base = os.path.dirname(trained["export"])
+    assert not [n for n in os.listdir(base) if n.startswith(".tmp")]
+    assert next_version(base) == 2
+    with pytest.raises(RuntimeError, match="boom"):
+        write_atomically(str(tmp_path / "m"), lambda d: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert os.listdir(tmp_path / "m") == []  # a failed export leaves nothing behind
+    path, count = write_serving_config(trained["root"])
+    text = open(path).read()
+    assert count == 1 and 'name: "translator"' in text and 'model_platform: "tensorflow"' in text
+    assert f'base_path: "{os.path.abspath(base)}"' in text
+
+
+def test_tensorflow_only_process_matches_keras_on_200_inputs(trained, tmp_path):
+    from training.data.dates import generate_pairs
+    from training.tasks.translator import load_run, translate_texts
+
+    model, src, tgt, meta = load_run(trained["work"])
+    texts = [s for s, _ in generate_pairs(200, seed=99)]
+    expected = translate_texts(model, src, tgt, meta, texts, beam_width=meta["beam_width"])
+    out = _tf_only(f"""
+        import json
+        try:
+            import keras_attn
+            raise SystemExit("keras_attn should not be importable here")
+        except ImportError:
+            pass
+        import tensorflow as tf
+        texts = json.loads({json.dumps(json.dumps(texts))})
+        serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
+        out = serve(text=tf.constant(texts))
+        print(json.dumps({{
+            "translation": [t.decode() for t in out["translation"].numpy()],
+            "finite": bool(tf.reduce_all(tf.math.is_finite(out["alignment"]))),
+            "alignment_shape": out["alignment"].shape.as_list(),
+        }}))
+    """, tmp_path)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["translation"] == expected
+    assert got["finite"] and got["alignment_shape"][0] == 200
+    assert got["alignment_shape"][2] == meta["max_source_length"]
+    assert np.mean([g == t for g, (_, t) in zip(got["translation"], generate_pairs(200, seed=99))]) > 0.5
+
+
+def test_session_loader_as_tf_serving_does(trained, tmp_path):
+    out = _tf_only(f"""
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
+            sig = meta.signature_def["serving_default"]
+            feed = {{sig.inputs["text"].name: ["3 March 1998", ""]}}
+            fetch = {{k: v.name for k, v in sig.outputs.items()}}
+            result = sess.run(fetch, feed)
+        print(sorted(fetch), result["translation"].tolist())
+    """, tmp_path)
+    assert "['alignment', 'score', 'translation']" in out
+    assert "b''" in out
+
+
+def test_saved_model_cli_run(trained):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
+         "--signature_def", "serving_default", "--input_exprs", 'text=["3 March 1998"]'],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "translation" in result.stdout and "alignment" in result.stdout
+
+
+def test_bad_inputs_at_the_signature(trained):
+    import tensorflow as tf
+
+    from training.tasks.translator import load_run
+
+    _, src, _, meta = load_run(trained["work"])
+    serve = tf.saved_model.load(trained["export"]).signatures["serving_default"]
+    too_long = "3 March 1998" + "x" * 200
+    texts = ["", "3 March 1998", too_long, "3 March 1998"[: meta["max_source_length"]],
+             "\u2603\u2603 1998", "[UNK][UNK] 1998", "7.7.1977"]
+    out = serve(text=tf.constant(texts))
+    translation = [t.decode() for t in out["translation"].numpy()]
+    assert translation[0] == "" and float(out["score"][0]) == 0.0
+    # Truncated to the trained maximum, as documented.
+    truncated = too_long[: meta["max_source_length"]]
+    assert translation[2] == [t.decode() for t in serve(text=tf.constant([truncated]))["translation"].numpy()][0]
+    assert np.all(np.isfinite(out["score"].numpy())) and np.all(np.isfinite(out["alignment"].numpy()))
+    # Unseen characters become [UNK]: the ids equal Python's.
+    from training.export import lookup_table, tokenize
+
+    ids = tokenize(tf.constant(["\u2603\u2603 1998"]), lookup_table(src.tokens), meta["preprocess"],
+                   meta["max_source_length"]).numpy()[0]
+    assert ids[:2].tolist() == [1, 1]
+    errors = (TypeError, ValueError, tf.errors.InvalidArgumentError)
+    with pytest.raises(errors, match=r"expected to be a string tensor but is a int32"):
+        serve(text=tf.constant([1, 2]))
+    with pytest.raises(errors, match=r"(?i)shape|rank"):
+        serve(text=tf.constant([["a", "b"]]))
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=6),
+       level=st.sampled_from(["char", "word"]),
+       options=st.fixed_dictionaries({"lowercase": st.booleans(), "space_punctuation": st.booleans()}))
+def test_in_graph_tokenization_equals_training(texts, level, options):
+    import tensorflow as tf
+
+    from training.export import lookup_table, tokenize
+    from training.text import Vocabulary, encode_batch, normalize_spacing
+
+    preprocess = {"level": level, "collapse_whitespace": level == "word", **options}
+    if level == "char":
+        preprocess.update(lowercase=False, space_punctuation=False)
+
+    def python_side(text):
+        if preprocess["lowercase"]:
+            text = text.lower()
+        if preprocess["collapse_whitespace"]:
+            text = normalize_spacing(text, preprocess["space_punctuation"])
+        return text
+
+    ascii_safe = [t for t in texts if t.lower() == t.lower().lower()]
+    texts = [python_side(t) if False else t for t in (ascii_safe or [""])]
+    vocab = Vocabulary.build([python_side(t) for t in texts[: len(texts) // 2 + 1]] + ["a b ."], level)
+    expected = encode_batch(vocab, [python_side(t) for t in texts], 12)
+    got = tokenize(tf.constant(texts), lookup_table(vocab.tokens), preprocess, 12).numpy()
+    np.testing.assert_array_equal(got, expected)
