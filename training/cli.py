@@ -119,12 +119,15 @@ def translate(model_dir, texts, plot=None):
 
 def plot_alignment(source, translation, alignment, path):
     """Heatmap: source tokens across, output tokens (and [END]) down."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("--plot needs matplotlib: pip install 'keras-attn[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    source_tokens = list(source) if " " not in source.strip() or len(source) < 40 else source.split()
+    source_tokens = list(source)
     output_tokens = list(translation) + ["[END]"]
     weights = alignment[: len(output_tokens), : len(source_tokens)]
     fig, ax = plt.subplots(figsize=(max(4, 0.35 * len(source_tokens)), max(3, 0.35 * len(output_tokens))))

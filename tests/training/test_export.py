@@ -177,3 +177,18 @@ def test_in_graph_tokenization_equals_training(texts, level, options):
     expected = encode_batch(vocab, [python_side(t) for t in texts], 12)
     got = tokenize(tf.constant(texts), lookup_table(vocab.tokens), preprocess, 12).numpy()
     np.testing.assert_array_equal(got, expected)
+
+
+def test_translate_command_with_plot(trained, tmp_path):
+    plot = tmp_path / "alignment.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "training.cli", "translate", os.path.dirname(trained["export"]),
+         "3 March 1998", "", "--plot", str(plot)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+             "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(__file__)))},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("3 March 1998\t") and lines[1].startswith("\t\t")
+    assert plot.exists() and plot.stat().st_size > 1000

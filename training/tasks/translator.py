@@ -215,7 +215,9 @@ def train(args):
 
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
-    keras.utils.set_random_seed(args.seed)
+    from training.runtime import set_seed
+
+    set_seed(args.seed)
     data = load_data(args)
     splits = data["splits"]
     print(
@@ -265,7 +267,11 @@ def train(args):
     export_path = None
     if not args.no_export:
         export_path = export_in_tensorflow(args.work_dir, args.output_dir)
-        print(f"exported to {export_path}")
+        if export_path:
+            print(f"exported to {export_path}")
+        else:
+            print("TensorFlow is not installed, so there is no SavedModel export; where it is, "
+                  f"run: keras-attn export translator --run-dir {args.work_dir}")
     print("sample translations (held-out):")
     for (source, target), translation in zip(sample, translations):
         mark = "✓" if translation == target else "✗"
@@ -274,7 +280,10 @@ def train(args):
 
 
 def export_in_tensorflow(run_dir, export_root):
-    """Exports on the TensorFlow backend: here if active, else in a subprocess."""
+    """Exports on the TensorFlow backend: here if active, else in a subprocess.
+
+    Returns the version folder, or `None` when TensorFlow is not installed.
+    """
     import keras
 
     if keras.backend.backend() == "tensorflow":
@@ -283,6 +292,8 @@ def export_in_tensorflow(run_dir, export_root):
     command = [sys.executable, "-m", "training.cli", "export", "translator",
                "--run-dir", run_dir, "--output-dir", export_root]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0 and "No module named 'tensorflow'" in result.stderr:
+        return None
     if result.returncode != 0:
         raise RuntimeError(f"export failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1].split(" ", 2)[-1]
