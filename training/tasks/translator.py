@@ -47,8 +47,9 @@ def add_arguments(parser):
     fit.add_argument("--epochs", type=int, default=3)
     fit.add_argument("--batch-size", type=int, default=64)
     fit.add_argument("--learning-rate", type=float, default=3e-3)
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True,
-                     help="model.compile(jit_compile=True) (default on: 2.4× faster on TF/CPU)")
+    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=False,
+                     help="model.compile(jit_compile=True); off by default: on TF/CPU the "
+                          "decoder's while loop runs faster without XLA (benchmarks/translator.py)")
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
     fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction,
                      default=None, help="TensorBoard logs (default: on with the TF backend)")
@@ -240,7 +241,7 @@ def train(args):
         attention_layer_size=args.decoder_units,
     )
     model = compile_translator(
-        build_translator(config), learning_rate=args.learning_rate, jit_compile=args.jit
+        build_translator(config), learning_rate=args.learning_rate, jit_compile=True if args.jit else "auto"
     )
     os.makedirs(args.work_dir, exist_ok=True)
     callbacks = [keras.callbacks.BackupAndRestore(os.path.join(args.work_dir, "backup"))]
