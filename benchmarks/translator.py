@@ -18,7 +18,6 @@ Latency: the exported `serving_default` (greedy and beam 4) loaded with
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +26,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

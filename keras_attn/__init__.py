@@ -7,13 +7,13 @@ from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
 from keras_attn.luong import LuongAttention
 from keras_attn.multi_head import MultiHeadAttention
-from keras_attn.recurrent import AttentionWrapperCell
 from keras_attn.positional import (
     ALiBiBias,
     LearnedPositionEmbedding,
     RotaryEmbedding,
     SinusoidalPositionEncoding,
 )
+from keras_attn.recurrent import AttentionWrapperCell
 from keras_attn.scores import (
     AdditiveScore,
     AttentionScore,

@@ -41,9 +41,7 @@ def check_float(name, x, layer=None):
     dtype = keras.backend.standardize_dtype(x.dtype)
     if "float" not in dtype:
         where = f"{layer}: " if layer else ""
-        raise TypeError(
-            f"{where}`{name}` must be a floating-point tensor; received dtype {dtype}."
-        )
+        raise TypeError(f"{where}`{name}` must be a floating-point tensor; received dtype {dtype}.")
 
 
 def check_mask(name, mask, expected_shapes, layer=None):
@@ -58,7 +56,9 @@ def check_mask(name, mask, expected_shapes, layer=None):
     for expected in expected_shapes:
         if len(shape) != len(expected):
             continue
-        if all(e is None or s is None or s == e or s == 1 for s, e in zip(shape, expected)):
+        if all(
+            e is None or s is None or s == e or s == 1 for s, e in zip(shape, expected, strict=True)
+        ):
             return
     where = f"{layer}: " if layer else ""
     options = " or ".join(str(tuple(e)) for e in expected_shapes)
@@ -66,6 +66,12 @@ def check_mask(name, mask, expected_shapes, layer=None):
         f"{where}`{name}` must have shape {options} (None: any size; 1 broadcasts); "
         f"received `{name}` of shape {shape}."
     )
+
+
+def check_attention_mask(mask, query, value, layer=None):
+    """An explicit attention mask must be `(B, Tk)` or `(B, Tq, Tk)`."""
+    batch, keys = value.shape[0], value.shape[1]
+    check_mask("mask", mask, [(batch, keys), (batch, query.shape[1], keys)], layer)
 
 
 def keras_mask_of(x):

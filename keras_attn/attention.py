@@ -150,26 +150,15 @@ class Attention(keras.layers.Layer):
             query_mask = None
         if key is None:
             key = value
-        query_length, key_length = ops.shape(query)[1], ops.shape(value)[1]
-        _validation.check_mask(
-            "mask",
-            mask,
-            [(value.shape[0], value.shape[1]), (value.shape[0], query.shape[1], value.shape[1])],
-            self.name,
-        )
-
-        scores = self._scores(query, key, precomputed_keys)
-        if attention_bias is not None:
-            scores = scores + ops.cast(attention_bias, scores.dtype)
-        full_mask = attn_ops.attention_mask(
-            query_length,
-            key_length,
+        _validation.check_attention_mask(mask, query, value, self.name)
+        weights = attn_ops.attention_weights(
+            self._scores(query, key, precomputed_keys),
             mask=mask,
             query_mask=query_mask,
             key_masks=(value_mask, key_mask),
             use_causal_mask=use_causal_mask,
+            attention_bias=attention_bias,
         )
-        weights = attn_ops.masked_softmax(scores, full_mask)
         dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
         context = attn_ops.weighted_sum(dropped, value)
         if single_query:

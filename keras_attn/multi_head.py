@@ -173,32 +173,22 @@ class MultiHeadAttention(keras.layers.Layer):
         self._check_shapes(query.shape, value.shape, None if key is None else key.shape)
         if key is None:
             key = value
-        _validation.check_mask(
-            "mask",
-            mask,
-            [(value.shape[0], value.shape[1]), (value.shape[0], query.shape[1], value.shape[1])],
-            self.name,
-        )
+        _validation.check_attention_mask(mask, query, value, self.name)
         q = self.query_dense(query)
         k = self.key_dense(key)
         v = self.value_dense(value)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
         q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
-        scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
-        if attention_bias is not None:
-            scores = scores + ops.cast(attention_bias, scores.dtype)
-        full_mask = attn_ops.attention_mask(
-            ops.shape(query)[1],
-            ops.shape(value)[1],
+        weights = attn_ops.attention_weights(
+            ops.matmul(q, ops.swapaxes(k, -1, -2)),
             mask=mask,
             query_mask=query_mask,
             key_masks=(value_mask, key_mask),
             use_causal_mask=use_causal_mask,
+            attention_bias=attention_bias,
+            heads=True,
         )
-        if full_mask is not None:
-            full_mask = ops.expand_dims(full_mask, 1)
-        weights = attn_ops.masked_softmax(scores, full_mask)
         dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
         context = attn_ops.weighted_sum(dropped, v)
         if self.use_output_projection:

@@ -167,6 +167,36 @@ def attention_mask(
     return merge_masks(*parts)
 
 
+def attention_weights(
+    scores,
+    mask=None,
+    query_mask=None,
+    key_masks=(),
+    use_causal_mask=False,
+    attention_bias=None,
+    heads=False,
+):
+    """Scores `(B, [heads,] Tq, Tk)` → weights: bias added, masks merged, masked softmax.
+
+    The one path from scores to weights of every attention layer. Masks are as in
+    `attention_mask`; with `heads=True` they are broadcast over the head axis 1.
+    """
+    if attention_bias is not None:
+        scores = scores + ops.cast(attention_bias, scores.dtype)
+    shape = ops.shape(scores)
+    merged = attention_mask(
+        shape[-2],
+        shape[-1],
+        mask=mask,
+        query_mask=query_mask,
+        key_masks=key_masks,
+        use_causal_mask=use_causal_mask,
+    )
+    if merged is not None and heads:
+        merged = ops.expand_dims(merged, 1)
+    return masked_softmax(scores, merged)
+
+
 def any_valid(mask, axis=-1, keepdims=True):
     """Whether each row of `mask` has at least one true entry."""
     return ops.any(ops.cast(mask, "bool"), axis=axis, keepdims=keepdims)

@@ -39,7 +39,9 @@ class TranslatorConfig:
 
     def __post_init__(self):
         if self.attention not in ATTENTIONS:
-            raise ValueError(f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}.")
+            raise ValueError(
+                f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}."
+            )
         if self.rnn not in RNNS:
             raise ValueError(f"`rnn` must be one of {RNNS}; received {self.rnn!r}.")
         if self.attention == "luong-dot" and self.decoder_units != 2 * self.encoder_units:
@@ -71,7 +73,9 @@ class TranslatorEncoder(keras.layers.Layer):
     """Embedding + bidirectional GRU/LSTM; returns the memory, its mask and the
     decoder's initial cell state(s) (`tanh` projections of the final states)."""
 
-    def __init__(self, vocab_size, embedding_dim, units, decoder_units, rnn="gru", dropout=0.0, **kwargs):
+    def __init__(
+        self, vocab_size, embedding_dim, units, decoder_units, rnn="gru", dropout=0.0, **kwargs
+    ):
         super().__init__(**kwargs)
         self.vocab_size, self.embedding_dim, self.units = vocab_size, embedding_dim, units
         self.decoder_units, self.rnn_kind, self.dropout = decoder_units, rnn, dropout
@@ -100,7 +104,7 @@ class TranslatorEncoder(keras.layers.Layer):
         forward, backward = finals[:half], finals[half:]
         cell_states = [
             bridge(ops.concatenate([f, b], axis=-1))
-            for bridge, f, b in zip(self.bridges, forward, backward)
+            for bridge, f, b in zip(self.bridges, forward, backward, strict=True)
         ]
         return memory, mask, cell_states
 
@@ -176,7 +180,9 @@ class TranslatorDecoder(keras.layers.Layer):
         alignment = states[self.cell.num_cell_states + 1]
         return self.output_projection(outputs), states, alignment
 
-    def compute_output_shape(self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape):
+    def compute_output_shape(
+        self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape
+    ):
         return (*target_in_shape, self.vocab_size)
 
     def get_config(self):
@@ -257,7 +263,7 @@ def generate(
     states = decoder.initial_states(memory, mask, cell_states)
     batch, length = ops.shape(source)[0], ops.shape(source)[1]
     common = dict(
-        initial_states=states if beam_width == 1 else states,
+        initial_states=states,
         batch_size=batch,
         max_length=max_length,
         start_token=START_ID,

@@ -39,8 +39,9 @@ def _version():
     # Read without importing keras_attn (which imports Keras and picks a backend).
     import re
 
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "keras_attn", "__init__.py")
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "keras_attn", "__init__.py"
+    )
     try:
         with open(path) as f:
             return re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
@@ -71,8 +72,9 @@ def build_parser():
         task = tasks.get(name)
         task.add_arguments(train_tasks.add_parser(name, help=task.summary))
         sub = evaluate_tasks.add_parser(name, help=task.summary)
-        sub.add_argument("--run-dir", required=True,
-                         help="a --work-dir of `train`, or an export's assets.extra/")
+        sub.add_argument(
+            "--run-dir", required=True, help="a --work-dir of `train`, or an export's assets.extra/"
+        )
         sub.add_argument("--data", help="a TSV to evaluate on instead of the run's test split")
         sub.add_argument("--beam-width", type=int, default=4)
         sub = export_tasks.add_parser(name, help=task.summary)
@@ -95,7 +97,9 @@ def resolve_version_dir(model_dir):
     """A SavedModel folder: `model_dir` itself, or its largest numeric version."""
     if os.path.exists(os.path.join(model_dir, "saved_model.pb")):
         return model_dir
-    versions = [int(v) for v in os.listdir(model_dir) if v.isdigit()] if os.path.isdir(model_dir) else []
+    versions = (
+        [int(v) for v in os.listdir(model_dir) if v.isdigit()] if os.path.isdir(model_dir) else []
+    )
     if not versions:
         raise SystemExit(f"{model_dir}: no saved_model.pb and no numeric version folder")
     return os.path.join(model_dir, str(max(versions)))
@@ -109,7 +113,7 @@ def translate(model_dir, texts, plot=None):
     serve = tf.saved_model.load(path).signatures["serving_default"]
     out = serve(text=tf.constant(texts))
     translations = [t.decode("utf-8") for t in out["translation"].numpy()]
-    for text, translation, score in zip(texts, translations, out["score"].numpy()):
+    for text, translation, score in zip(texts, translations, out["score"].numpy(), strict=True):
         print(f"{text}\t{translation}\t{score:.4f}")
     if plot:
         plot_alignment(texts[0], translations[0], out["alignment"].numpy()[0], plot)
@@ -130,7 +134,9 @@ def plot_alignment(source, translation, alignment, path):
     source_tokens = list(source)
     output_tokens = list(translation) + ["[END]"]
     weights = alignment[: len(output_tokens), : len(source_tokens)]
-    fig, ax = plt.subplots(figsize=(max(4, 0.35 * len(source_tokens)), max(3, 0.35 * len(output_tokens))))
+    fig, ax = plt.subplots(
+        figsize=(max(4, 0.35 * len(source_tokens)), max(3, 0.35 * len(output_tokens)))
+    )
     ax.imshow(weights, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(source_tokens)), source_tokens, fontsize=8)
     ax.set_yticks(range(len(output_tokens)), output_tokens, fontsize=8)

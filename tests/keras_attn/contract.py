@@ -145,7 +145,7 @@ def run_layer_contract(
     _call(clone, inputs, call_kwargs)
     clone.set_weights(layer.get_weights())
     cloned = _as_numpy_list(_call(clone, inputs, call_kwargs))
-    for a, b in zip(eager, cloned):
+    for a, b in zip(eager, cloned, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg="from_config clone differs")
 
     # 3. Symbolic call in a functional model: shapes (batch unknown), same values.
@@ -157,7 +157,7 @@ def run_layer_contract(
         f"symbolic output shapes {symbolic_shapes}"
     )
     functional = _as_numpy_list(model(inputs, training=False))
-    for a, b in zip(eager, functional):
+    for a, b in zip(eager, functional, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg="functional call differs")
 
     # 4. `.keras` round trip with safe_mode=True: identical outputs.
@@ -166,7 +166,7 @@ def run_layer_contract(
         model.save(path)
         loaded = keras.saving.load_model(path, safe_mode=True)
     reloaded = _as_numpy_list(loaded(inputs, training=False))
-    for a, b in zip(functional, reloaded):
+    for a, b in zip(functional, reloaded, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg=".keras round trip differs")
 
     # 5. mixed_float16: float16 outputs, finite, close to float32.
@@ -175,7 +175,7 @@ def run_layer_contract(
         _call(mixed, inputs, call_kwargs)
         mixed.set_weights(layer.get_weights())
         half = _flat(_call(mixed, inputs, call_kwargs))
-        for h, full in zip(half, eager):
+        for h, full in zip(half, eager, strict=True):
             if "float" in str(full.dtype):
                 assert keras.backend.standardize_dtype(h.dtype) == "float16", h.dtype
             h = to_numpy(h).astype("float32")
@@ -190,7 +190,7 @@ def run_layer_contract(
         train_model = keras.Model(model.inputs, _flat(model.outputs)[0])
         target = np.random.default_rng(0).normal(size=eager[0].shape).astype("float32")
         grads = trainable_gradients(train_model, inputs, target)
-        for variable, grad in zip(train_model.trainable_variables, grads):
+        for variable, grad in zip(train_model.trainable_variables, grads, strict=True):
             assert grad is not None, f"no gradient for {variable.path}"
             assert np.all(np.isfinite(grad)), f"non-finite gradient for {variable.path}"
             assert np.any(grad != 0), f"zero gradient for {variable.path}"
@@ -217,5 +217,5 @@ def assert_ignores_masked_steps(make_output, inputs, name, step_mask, seed=0):
     keep = step_mask.reshape(step_mask.shape + (1,) * (inputs[name].ndim - 2))
     perturbed[name] = np.where(keep, inputs[name], noise)
     after = _as_numpy_list(make_output(perturbed))
-    for a, b in zip(before, after):
+    for a, b in zip(before, after, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5, err_msg="masked steps changed output")

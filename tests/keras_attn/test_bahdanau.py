@@ -58,7 +58,7 @@ def test_precomputed_keys_before_first_call_and_equal_results(rng):
     assert tuple(keys.shape) == (3, 7, 10)
     fast = layer(inputs["query"], inputs["values"], precomputed_keys=keys)
     slow = layer(inputs["query"], inputs["values"])
-    for a, b in zip(fast, slow):
+    for a, b in zip(fast, slow, strict=True):
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
 
 

@@ -32,8 +32,10 @@ FORMATS = {
     "zh": _babel("y年M月d日", "zh"),                           # 1998年3月3日
     "es": _babel("d 'de' MMMM 'de' y", "es"),                 # 3 de marzo de 1998
     "us_slash": lambda d: d.strftime("%m/%d/%y"),             # 03/03/98
-    "en_short": lambda d: f"{format_date(d, 'MMM', locale='en')} {d.day} {d.strftime('%y')}",  # Mar 3 98
-    "oracle": lambda d: f"{d.day}-{format_date(d, 'MMM', locale='en').upper()}-{d.year}",  # 3-MAR-1998
+    # Mar 3 98
+    "en_short": lambda d: f"{format_date(d, 'MMM', locale='en')} {d.day} {d.strftime('%y')}",
+    # 3-MAR-1998
+    "oracle": lambda d: f"{d.day}-{format_date(d, 'MMM', locale='en').upper()}-{d.year}",
     "fr": _babel("d MMMM y", "fr"),                           # 3 mars 1998
     "de": _babel("d. MMMM y", "de"),                          # 3. März 1998
     "en_abbrev_weekday": _babel("EEE d MMM y", "en"),         # Tue 3 Mar 1998

@@ -29,7 +29,9 @@ def add_arguments(parser):
     data.add_argument("--space-punctuation", action="store_true")
     data.add_argument("--max-pairs", type=int)
     data.add_argument("--max-length", type=int, help="skip pairs longer than this (characters)")
-    data.add_argument("--train-size", type=int, default=20000, help="built-in dates: training pairs")
+    data.add_argument(
+        "--train-size", type=int, default=20000, help="built-in dates: training pairs"
+    )
     data.add_argument("--test-size", type=int, default=2000, help="built-in dates: test pairs")
     data.add_argument("--seed", type=int, default=0)
     model = parser.add_argument_group("model")
@@ -47,19 +49,33 @@ def add_arguments(parser):
     fit.add_argument("--epochs", type=int, default=3)
     fit.add_argument("--batch-size", type=int, default=64)
     fit.add_argument("--learning-rate", type=float, default=3e-3)
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=False,
-                     help="model.compile(jit_compile=True); off by default: on TF/CPU the "
-                          "decoder's while loop runs faster without XLA (benchmarks/translator.py)")
+    fit.add_argument(
+        "--jit",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="model.compile(jit_compile=True); off by default: on TF/CPU the "
+        "decoder's while loop runs faster without XLA (benchmarks/translator.py)",
+    )
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction,
-                     default=None, help="TensorBoard logs (default: on with the TF backend)")
+    fit.add_argument(
+        "--tensorboard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="TensorBoard logs (default: on with the TF backend)",
+    )
     out = parser.add_argument_group("decoding and output")
     out.add_argument("--beam-width", type=int, default=4, help="beam width of the export")
     out.add_argument("--length-penalty", type=float, default=0.0, help="GNMT α")
-    out.add_argument("--output-dir", default=DEFAULT_EXPORT_ROOT,
-                     help="export root: writes OUTPUT_DIR/translator/<next version>/")
-    out.add_argument("--work-dir", default=DEFAULT_WORK_DIR,
-                     help="checkpoints (resume after a kill), logs, vocabularies")
+    out.add_argument(
+        "--output-dir",
+        default=DEFAULT_EXPORT_ROOT,
+        help="export root: writes OUTPUT_DIR/translator/<next version>/",
+    )
+    out.add_argument(
+        "--work-dir",
+        default=DEFAULT_WORK_DIR,
+        help="checkpoints (resume after a kill), logs, vocabularies",
+    )
     out.add_argument("--no-export", action="store_true")
 
 
@@ -87,8 +103,9 @@ def load_data(args):
     else:
         from training.data.dates import date_splits
 
-        splits = date_splits(train=args.train_size, validation=1000, test=args.test_size,
-                             seed=args.seed)
+        splits = date_splits(
+            train=args.train_size, validation=1000, test=args.test_size, seed=args.seed
+        )
         kind, level = "dates", "char"
     preprocess = {
         "level": level,
@@ -114,8 +131,9 @@ def load_data(args):
 
 def to_arrays(data, pairs):
     x = encode_batch(data["source_vocab"], [s for s, _ in pairs], data["max_source_length"])
-    y = encode_batch(data["target_vocab"], [t for _, t in pairs], data["max_target_length"],
-                     add_start_end=True)
+    y = encode_batch(
+        data["target_vocab"], [t for _, t in pairs], data["max_target_length"], add_start_end=True
+    )
     inputs = {"source": x, "target_in": y[:, :-1]}
     return inputs, y[:, 1:], (y[:, 1:] != 0).astype("float32")
 
@@ -158,8 +176,7 @@ def load_run(run_dir):
 
 
 # -- decoding and metrics -------------------------------------------------------------
-def translate_texts(model, source_vocab, target_vocab, meta, texts, beam_width=1,
-                    batch_size=256):
+def translate_texts(model, source_vocab, target_vocab, meta, texts, beam_width=1, batch_size=256):
     """In-process translations of already-preprocessed `texts` (a Keras model)."""
     from keras import ops
 
@@ -169,16 +186,21 @@ def translate_texts(model, source_vocab, target_vocab, meta, texts, beam_width=1
     for start in range(0, len(texts), batch_size):
         chunk = texts[start : start + batch_size]
         ids = encode_batch(source_vocab, chunk, meta["max_source_length"])
-        out = generate(model, ids, meta["max_target_length"] - 1, beam_width=beam_width,
-                       length_penalty=meta.get("length_penalty", 0.0))
+        out = generate(
+            model,
+            ids,
+            meta["max_target_length"] - 1,
+            beam_width=beam_width,
+            length_penalty=meta.get("length_penalty", 0.0),
+        )
         tokens = ops.convert_to_numpy(out["tokens"])
-        for text, row in zip(chunk, tokens):
+        for text, row in zip(chunk, tokens, strict=True):
             outputs.append("" if not text else target_vocab.decode(row))
     return outputs
 
 
 def score(kind, hypotheses, references):
-    exact = float(np.mean([h == r for h, r in zip(hypotheses, references)]))
+    exact = float(np.mean([h == r for h, r in zip(hypotheses, references, strict=True)]))
     figures = {"exact_match": exact, "n": len(references)}
     if kind == "text":
         import sacrebleu
@@ -241,7 +263,9 @@ def train(args):
         attention_layer_size=args.decoder_units,
     )
     model = compile_translator(
-        build_translator(config), learning_rate=args.learning_rate, jit_compile=True if args.jit else "auto"
+        build_translator(config),
+        learning_rate=args.learning_rate,
+        jit_compile=True if args.jit else "auto",
     )
     os.makedirs(args.work_dir, exist_ok=True)
     callbacks = [keras.callbacks.BackupAndRestore(os.path.join(args.work_dir, "backup"))]
@@ -253,28 +277,50 @@ def train(args):
     x, y, w = to_arrays(data, splits["train"])
     vx, vy, vw = to_arrays(data, splits["validation"])
     start = time.time()
-    model.fit(x, y, sample_weight=w, validation_data=(vx, vy, vw), batch_size=args.batch_size,
-              epochs=args.epochs, callbacks=callbacks, verbose=2 if os.environ.get("CI") or not sys.stdout.isatty() else 1)
+    model.fit(
+        x,
+        y,
+        sample_weight=w,
+        validation_data=(vx, vy, vw),
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        callbacks=callbacks,
+        verbose=2 if os.environ.get("CI") or not sys.stdout.isatty() else 1,
+    )
     train_seconds = time.time() - start
     save_run(args.work_dir, model, data, config, args)
     meta = json.load(open(os.path.join(args.work_dir, "meta.json")))
-    results = evaluate_run(model, data["source_vocab"], data["target_vocab"], meta,
-                           splits["test"], beam_widths=sorted({1, args.beam_width}))
+    results = evaluate_run(
+        model,
+        data["source_vocab"],
+        data["target_vocab"],
+        meta,
+        splits["test"],
+        beam_widths=sorted({1, args.beam_width}),
+    )
     print(f"trained {args.epochs} epochs in {train_seconds:.0f} s; held-out test:")
     _print_results(results)
     sample = splits["test"][:5]
-    translations = translate_texts(model, data["source_vocab"], data["target_vocab"], meta,
-                                   [s for s, _ in sample], args.beam_width)
+    translations = translate_texts(
+        model,
+        data["source_vocab"],
+        data["target_vocab"],
+        meta,
+        [s for s, _ in sample],
+        args.beam_width,
+    )
     export_path = None
     if not args.no_export:
         export_path = export_in_tensorflow(args.work_dir, args.output_dir)
         if export_path:
             print(f"exported to {export_path}")
         else:
-            print("TensorFlow is not installed, so there is no SavedModel export; where it is, "
-                  f"run: keras-attn export translator --run-dir {args.work_dir}")
+            print(
+                "TensorFlow is not installed, so there is no SavedModel export; where it is, "
+                f"run: keras-attn export translator --run-dir {args.work_dir}"
+            )
     print("sample translations (held-out):")
-    for (source, target), translation in zip(sample, translations):
+    for (source, target), translation in zip(sample, translations, strict=True):
         mark = "✓" if translation == target else "✗"
         print(f"  {source!r} → {translation!r} {mark}")
     return {"results": results, "train_seconds": train_seconds, "export": export_path}
@@ -290,8 +336,17 @@ def export_in_tensorflow(run_dir, export_root):
     if keras.backend.backend() == "tensorflow":
         return export(run_dir, export_root)
     env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    command = [sys.executable, "-m", "training.cli", "export", "translator",
-               "--run-dir", run_dir, "--output-dir", export_root]
+    command = [
+        sys.executable,
+        "-m",
+        "training.cli",
+        "export",
+        "translator",
+        "--run-dir",
+        run_dir,
+        "--output-dir",
+        export_root,
+    ]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0 and "No module named 'tensorflow'" in result.stderr:
         return None
@@ -316,10 +371,17 @@ def evaluate(args):
     run_dir = args.run_dir
     model, source_vocab, target_vocab, meta = load_run(run_dir)
     path = args.data or os.path.join(run_dir, "test.tsv")
-    pairs, report = load_parallel_tsv(path, unicode_form=None) if args.data else (
-        [tuple(line.rstrip("\n").split("\t")[:2]) for line in open(path, encoding="utf-8")], None)
-    results = evaluate_run(model, source_vocab, target_vocab, meta, pairs,
-                           beam_widths=sorted({1, args.beam_width}))
+    # The run's own test split is a TSV too; preprocess either as in training.
+    preprocess = meta["preprocess"]
+    pairs, report = load_parallel_tsv(
+        path,
+        lowercase=preprocess["lowercase"],
+        space_punctuation=preprocess["space_punctuation"],
+    )
+    print(f"{path}: {report.summary()}")
+    results = evaluate_run(
+        model, source_vocab, target_vocab, meta, pairs, beam_widths=sorted({1, args.beam_width})
+    )
     print(f"{run_dir} on {path}:")
     _print_results(results)
     return results
