@@ -17,7 +17,6 @@ Cases (B=64, T=128, d=256, 8 heads, as in the foundation issue):
 """
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -32,6 +31,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_io import default_path, write_results  # noqa: E402
+
 import keras_attn  # noqa: E402
 
 
@@ -105,7 +107,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=20, help="timed steps (≥ 10)")
     parser.add_argument(
         "--output",
-        default=os.path.join(os.path.dirname(__file__), "results", "attention_layers.json"),
+        default=default_path("attention_layers"),
     )
     args = parser.parse_args(argv)
     if args.steps < 10:
@@ -250,11 +252,7 @@ def main(argv=None):
         "rows": rows,
         "summary": summary,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(result, f, indent=2)
-    print(f"\nwrote {args.output}")
-    return result
+    return write_results(result, args.output)
 
 
 if __name__ == "__main__":

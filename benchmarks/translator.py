@@ -16,7 +16,6 @@ Latency: the exported `serving_default` (greedy and beam 4) loaded with
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -29,6 +28,9 @@ import keras  # noqa: E402
 from keras import ops  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_io import default_path, write_results  # noqa: E402
+
 from models import translator as T  # noqa: E402
 from training.data.dates import date_splits  # noqa: E402
 from training.text import Vocabulary, encode_batch  # noqa: E402
@@ -125,8 +127,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=40, help="batches per timed epoch")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--calls", type=int, default=50)
-    parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results",
-                                                         "translator.json"))
+    parser.add_argument("--output", default=default_path("translator"))
     args = parser.parse_args(argv)
     keras.utils.set_random_seed(0)
     splits = date_splits(train=args.steps * args.batch_size, validation=10, test=100)
@@ -174,11 +175,7 @@ def main(argv=None):
     result = {"benchmark": "translator", "keras": keras.__version__, "tensorflow": tf.__version__,
               "cpus": os.cpu_count(), "config": vars(args), "throughput": rows,
               "latency": latencies}
-    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-    with open(args.output, "w") as f:
-        json.dump(result, f, indent=2)
-    print(f"\nwrote {args.output}")
-    return result
+    return write_results(result, args.output)
 
 
 if __name__ == "__main__":

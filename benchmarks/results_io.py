@@ -1,0 +1,19 @@
+"""Where and how the benchmarks write their figures."""
+
+import json
+import os
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def default_path(name):
+    return os.path.join(RESULTS_DIR, f"{name}.json")
+
+
+def write_results(result, path):
+    """Writes `result` as indented JSON to `path` and says so."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\nwrote {path}")
+    return result
