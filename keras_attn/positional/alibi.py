@@ -59,6 +59,11 @@ class ALiBiBias(keras.layers.Layer):
         if int(num_heads) <= 0:
             raise ValueError(f"`num_heads` must be positive; received {num_heads}.")
         self.num_heads = int(num_heads)
+        # Accepts masked inputs; the bias itself carries no mask.
+        self.supports_masking = True
+
+    def compute_mask(self, query, previous_mask=None):
+        return None
 
     def call(self, query, key=None):
         _validation.check_rank("query", query.shape, (2, 3, 4), self.name)

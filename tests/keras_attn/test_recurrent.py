@@ -1,6 +1,3 @@
-import os
-import tempfile
-
 import keras
 import numpy as np
 import pytest
@@ -96,20 +93,6 @@ def test_cell_state_and_config_round_trip(rng):
     clone.set_weights(cell.get_weights())
     got = to_numpy(clone_rnn(x, initial_state=clone.get_initial_state(memory, cell_state=h0)))
     np.testing.assert_allclose(got, expected, rtol=1e-6)
-
-
-def test_keras_round_trip_inside_a_model(rng):
-    from models.translator import TranslatorConfig, build_translator
-
-    model = build_translator(TranslatorConfig(20, 10, 7, 6, attention="luong-concat"))
-    x = {"source": rng.integers(0, 20, (3, 7)).astype("int32"),
-         "target_in": rng.integers(0, 10, (3, 5)).astype("int32")}
-    expected = to_numpy(model(x))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "m.keras")
-        model.save(path)
-        loaded = keras.saving.load_model(path, safe_mode=True)
-    np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6)
 
 
 def test_bad_arguments(rng):

@@ -1,3 +1,7 @@
+import os
+import tempfile
+
+import keras
 import numpy as np
 import pytest
 
@@ -77,3 +81,15 @@ def test_all_padding_source_gives_finite_output(rng):
     out = T.generate(model, np.zeros((2, 7), "int32"), 5, beam_width=2)
     assert np.all(np.isfinite(to_numpy(out["scores"])))
     assert np.all(to_numpy(out["alignments"]) == 0)
+
+
+def test_keras_round_trip_with_safe_mode(rng):
+    model = T.build_translator(T.TranslatorConfig(20, 10, 7, 6, attention="luong-concat"))
+    x = {"source": rng.integers(0, 20, (3, 7)).astype("int32"),
+         "target_in": rng.integers(0, 10, (3, 5)).astype("int32")}
+    expected = to_numpy(model(x))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6)
