@@ -4,9 +4,10 @@ SavedModel serving latency.
     python benchmarks/translator.py          # prints tables, writes JSON
 
 Training throughput is target tokens (non-padding) per second of `model.fit`, on
-the built-in date corpus, batch 64, measured over the second of two epochs of
-`--steps` batches (the first compiles), for Bahdanau and Luong-general attention,
-with and without `jit_compile`. The baseline has the same sizes but only Keras
+the built-in date corpus, batch 64: after one warm-up epoch each (it compiles), ours
+and the baseline run `--rounds` alternating epochs of `--steps` batches, so machine
+drift hits both alike, and the median epoch counts. For Bahdanau and Luong-general
+attention, with and without `jit_compile`. The baseline has the same sizes but only Keras
 built-ins inside its decoder step: `keras.layers.AdditiveAttention` (Bahdanau)
 or `keras.layers.Attention` (Luong "general") with their own `Dense` projections,
 applied to the encoder outputs at every step, as the TensorFlow tutorials do.
@@ -17,6 +18,7 @@ Latency: the exported `serving_default` (greedy and beam 4) loaded with
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -99,12 +101,21 @@ class EpochTimer(keras.callbacks.Callback):
         self.seconds = time.perf_counter() - self.start
 
 
-def throughput(model, x, y, w, batch_size, jit):
-    T.compile_translator(model, jit_compile=jit)
-    timer = EpochTimer()
-    model.fit(x, y, sample_weight=w, batch_size=batch_size, epochs=2, verbose=0,
-              callbacks=[timer], shuffle=False)
-    return float(w.sum()) / timer.seconds, timer.seconds
+def throughput(models, x, y, w, batch_size, jit, rounds):
+    """Median target tokens/s of each model, timing alternating epochs after a warm-up."""
+    timers = {}
+    for name, model in models.items():
+        T.compile_translator(model, jit_compile=jit)
+        timers[name] = EpochTimer()
+        model.fit(x, y, sample_weight=w, batch_size=batch_size, epochs=1, verbose=0, shuffle=False)
+    seconds = {name: [] for name in models}
+    for _ in range(rounds):
+        for name, model in models.items():
+            model.fit(x, y, sample_weight=w, batch_size=batch_size, epochs=1, verbose=0,
+                      callbacks=[timers[name]], shuffle=False)
+            seconds[name].append(timers[name].seconds)
+    tokens = float(w.sum())
+    return {name: tokens / statistics.median(s) for name, s in seconds.items()}
 
 
 def latency(serve, texts, calls):
@@ -126,6 +137,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40, help="batches per timed epoch")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3, help="timed epochs per model")
     parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--output", default=default_path("translator"))
     args = parser.parse_args(argv)
@@ -141,13 +153,17 @@ def main(argv=None):
     w = (y != 0).astype("float32")
 
     rows = []
-    print(f"training throughput, target tokens/s (batch {args.batch_size}, {args.steps} steps)")
+    print(f"training throughput, target tokens/s (batch {args.batch_size}, {args.steps} steps, "
+          f"median of {args.rounds} alternating epochs)")
     print(f"{'attention':<15}{'jit':<7}{'ours':>10}{'baseline':>10}{'ratio':>8}")
     for attention in ("bahdanau", "luong-general"):
         config = T.TranslatorConfig(len(source_vocab), len(target_vocab), ls, lt, attention=attention)
         for jit in (False, True):
-            ours, _ = throughput(T.build_translator(config), x, y, w, args.batch_size, jit)
-            base, _ = throughput(baseline_model(config), x, y, w, args.batch_size, jit)
+            rates = throughput(
+                {"ours": T.build_translator(config), "baseline": baseline_model(config)},
+                x, y, w, args.batch_size, jit, args.rounds,
+            )
+            ours, base = rates["ours"], rates["baseline"]
             rows.append({"attention": attention, "jit_compile": jit, "ours_tokens_per_s": ours,
                          "baseline_tokens_per_s": base, "ratio": ours / base})
             print(f"{attention:<15}{str(jit):<7}{ours:>10.0f}{base:>10.0f}{ours / base:>8.2f}")

@@ -108,10 +108,15 @@ def export_translator(model, source_vocab, target_vocab, meta, export_root, name
 
     def serve(text):
         # A loaded signature accepts other ranks, and a static rank check folds
-        # away (the placeholder says [None]); size == shape[0] holds only for 1-D.
-        with tf.control_dependencies([tf.debugging.assert_equal(
-                tf.size(text), tf.shape(text)[0],
-                message="`text` must be a 1-D string tensor of shape [batch]")]):
+        # away (the placeholder says [None]). At run time the shape vector is the
+        # real one: 1-D means size == shape[0] == shape[-1] (for a batch of 1, a
+        # [1, 1] input passes and is served as the one string it holds).
+        shape = tf.shape(text)
+        message = "`text` must be a 1-D string tensor of shape [batch]"
+        with tf.control_dependencies([
+            tf.debugging.assert_equal(tf.size(text), shape[0], message=message),
+            tf.debugging.assert_equal(shape[-1], shape[0], message=message),
+        ]):
             text = tf.identity(text)
         ids = tokenize(text, table, preprocess, max_source)
         out = generate(model, ids, max_steps, beam_width=beam_width,

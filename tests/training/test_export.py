@@ -146,8 +146,9 @@ def test_bad_inputs_at_the_signature(trained):
     errors = (TypeError, ValueError, tf.errors.InvalidArgumentError)
     with pytest.raises(errors, match=r"expected to be a string tensor but is a int32"):
         serve(text=tf.constant([1, 2]))
-    with pytest.raises(errors, match=r"(?i)shape|rank"):
-        serve(text=tf.constant([["a", "b"]]))
+    for wrong_rank in ([["a", "b"]], [["a"], ["b"], ["c"]], [[["a"]], [["b"]]]):
+        with pytest.raises(errors, match=r"must be a 1-D string tensor"):
+            serve(text=tf.constant(wrong_rank))
 
 
 @settings(max_examples=50, deadline=None)
