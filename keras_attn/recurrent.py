@@ -135,7 +135,7 @@ class AttentionWrapperCell(keras.layers.Layer):
         if self.attention_layer is not None and not self.attention_layer.built:
             self.attention_layer.build((None, self.memory_size + query_shape[-1]))
 
-    def get_initial_state(self, memory, mask=None, cell_state=None, batch_size=None):
+    def get_initial_state(self, memory=None, mask=None, cell_state=None, batch_size=None):
         """The states for a sequence over `memory` `(B, T, d)`.
 
         Args:
@@ -146,6 +146,11 @@ class AttentionWrapperCell(keras.layers.Layer):
             batch_size: unused (the memory's batch is used); accepted so Keras
                 can call this method.
         """
+        if memory is None:
+            raise ValueError(
+                f"{self.name}: the states hold the encoder memory; call the RNN with "
+                "`initial_state=cell.get_initial_state(memory, mask)`."
+            )
         _validation.check_rank("memory", memory.shape, 3, self.name)
         if memory.shape[-1] not in (None, self.memory_size):
             raise ValueError(
