@@ -34,16 +34,6 @@ def check_same_dim(name_a, shape_a, axis_a, name_b, shape_b, axis_b, what, layer
         )
 
 
-def check_float(name, x, layer=None):
-    """Raises `TypeError` unless `x` has a floating dtype."""
-    import keras
-
-    dtype = keras.backend.standardize_dtype(x.dtype)
-    if "float" not in dtype:
-        where = f"{layer}: " if layer else ""
-        raise TypeError(f"{where}`{name}` must be a floating-point tensor; received dtype {dtype}.")
-
-
 def check_mask(name, mask, expected_shapes, layer=None):
     """Checks a mask's rank and known dims against candidate shapes.
 

@@ -195,8 +195,3 @@ def attention_weights(
     if merged is not None and heads:
         merged = ops.expand_dims(merged, 1)
     return masked_softmax(scores, merged)
-
-
-def any_valid(mask, axis=-1, keepdims=True):
-    """Whether each row of `mask` has at least one true entry."""
-    return ops.any(ops.cast(mask, "bool"), axis=axis, keepdims=keepdims)

@@ -160,6 +160,7 @@ def save_run(work_dir, model, data, config, args):
     with open(os.path.join(work_dir, "test.tsv"), "w", encoding="utf-8") as f:
         for source, target in data["splits"]["test"]:
             f.write(f"{source}\t{target}\n")
+    return meta
 
 
 def load_run(run_dir):
@@ -288,8 +289,7 @@ def train(args):
         verbose=2 if os.environ.get("CI") or not sys.stdout.isatty() else 1,
     )
     train_seconds = time.time() - start
-    save_run(args.work_dir, model, data, config, args)
-    meta = json.load(open(os.path.join(args.work_dir, "meta.json")))
+    meta = save_run(args.work_dir, model, data, config, args)
     results = evaluate_run(
         model,
         data["source_vocab"],
