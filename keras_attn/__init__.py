@@ -2,10 +2,11 @@
 
 __version__ = "0.1.0"
 
-from keras_attn import decoding, ops, scores
+from keras_attn import decoding, memory, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
 from keras_attn.luong import LuongAttention
+from keras_attn.memory import MemN2N, MemoryHop
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.positional import (
     ALiBiBias,
@@ -51,12 +52,15 @@ __all__ = [
     "DotScore",
     "LearnedPositionEmbedding",
     "LuongAttention",
+    "MemN2N",
+    "MemoryHop",
     "MultiHeadAttention",
     "RotaryEmbedding",
     "ScaledDotScore",
     "SelfAttention",
     "SinusoidalPositionEncoding",
     "decoding",
+    "memory",
     "ops",
     "registered_layers",
     "scores",

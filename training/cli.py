@@ -3,6 +3,7 @@
     keras-attn train TASK [flags]      train, evaluate and export a registered task
     keras-attn evaluate TASK --run-dir DIR
     keras-attn export TASK --run-dir DIR [--output-dir saved_models]
+    keras-attn predict MODEL_DIR [inputs] [--plot FILE]   run an export (any task)
     keras-attn translate MODEL_DIR "text" ... [--plot alignment.png]
     keras-attn serving-config [--output-dir saved_models]
     keras-attn layers
@@ -88,6 +89,16 @@ def build_parser():
     translate.add_argument("texts", nargs="+")
     translate.add_argument("--plot", help="save the attention heatmap of the first text here")
 
+    predict = commands.add_parser(
+        "predict", help="run an exported SavedModel of any task (TensorFlow only)"
+    )
+    predict.add_argument("model_dir", help="a version folder, or a model folder (latest version)")
+    predict.add_argument("inputs", nargs="*", help="translator: the texts to translate")
+    predict.add_argument("--story", nargs="+", help="memn2n: the story's sentences, oldest first")
+    predict.add_argument("--story-file", help="memn2n: a file of the story's sentences, one a line")
+    predict.add_argument("--question", help="memn2n: the question")
+    predict.add_argument("--plot", help="save a figure of the attention here (needs matplotlib)")
+
     config = commands.add_parser("serving-config", help="write saved_models/models.config")
     config.add_argument("--output-dir", default="saved_models")
     return parser
@@ -121,8 +132,7 @@ def translate(model_dir, texts, plot=None):
     return translations
 
 
-def plot_alignment(source, translation, alignment, path):
-    """Heatmap: source tokens across, output tokens (and [END]) down."""
+def _pyplot():
     try:
         import matplotlib
     except ImportError:
@@ -130,6 +140,89 @@ def plot_alignment(source, translation, alignment, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def export_meta(version_dir):
+    """The export's `assets.extra/meta.json` (which task it is, its settings)."""
+    import json
+
+    path = os.path.join(version_dir, "assets.extra", "meta.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"{version_dir}: no assets.extra/meta.json; is it a keras-attn export?")
+    with open(path) as f:
+        return json.load(f)
+
+
+def predict(args):
+    path = resolve_version_dir(args.model_dir)
+    task = export_meta(path).get("task", "translator")
+    if task == "translator":
+        if not args.inputs:
+            raise SystemExit("predict: a translator export needs the texts to translate")
+        return translate(path, args.inputs, args.plot)
+    if task == "memn2n":
+        return answer_question(path, args)
+    raise SystemExit(f"predict: no predictor for task {task!r}")
+
+
+def answer_question(version_dir, args):
+    """Answers one bAbI-style question with the export's `serving_default`."""
+    import tensorflow as tf
+
+    if not args.question or not args.question.strip():
+        raise SystemExit("predict: a memn2n export needs --question")
+    if args.story and args.story_file:
+        raise SystemExit("predict: give --story or --story-file, not both")
+    sentences = list(args.story or [])
+    if args.story_file:
+        with open(args.story_file, encoding="utf-8") as f:
+            sentences = [line.strip() for line in f if line.strip()]
+    sentences = [s.strip() for s in sentences if s.strip()]
+    meta = export_meta(version_dir)
+    memory = int(meta["memory_size"])
+    serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+    out = serve(story=tf.constant(["\n".join(sentences)]), question=tf.constant([args.question]))
+    answer = out["answer"].numpy()[0].decode("utf-8")
+    attention = out["hop_attention"].numpy()[0]  # (hops, memory), most recent first
+    print(f"{args.question} → {answer} (probability {out['probability'].numpy()[0]:.3f})")
+    if len(sentences) > memory:
+        print(f"  the story has {len(sentences)} sentences; the memory keeps the {memory} "
+              "most recent")
+    kept = sentences[::-1][:memory]
+    hops = attention.shape[0]
+    print("  attention per hop (most recent sentence first):")
+    print("  " + " ".join(f"hop {k + 1:<3}" for k in range(hops)) + "  sentence")
+    for slot, sentence in enumerate(kept):
+        print("  " + " ".join(f"{attention[k, slot]:7.3f}" for k in range(hops)) + f"  {sentence}")
+    if args.plot and not kept:
+        print("no figure: the story has no sentence to attend to")
+    elif args.plot:
+        plot_hop_attention(kept[::-1], attention[:, : len(kept)][:, ::-1], args.question, answer,
+                           args.plot)
+        print(f"attention saved to {args.plot}")
+    return answer
+
+
+def plot_hop_attention(sentences, attention, question, answer, path):
+    """Heatmap: story sentences (oldest first) down, hops across."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(2.5 + 0.8 * attention.shape[0],
+                                    max(2.5, 0.35 * len(sentences) + 1.2)))
+    image = ax.imshow(attention.T, cmap="viridis", aspect="auto", vmin=0.0)
+    ax.set_xticks(range(attention.shape[0]), [f"hop {k + 1}" for k in range(attention.shape[0])])
+    ax.set_yticks(range(len(sentences)), sentences, fontsize=8)
+    ax.set_title(f"{question} → {answer}", fontsize=9)
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_alignment(source, translation, alignment, path):
+    """Heatmap: source tokens across, output tokens (and [END]) down."""
+    plt = _pyplot()
 
     source_tokens = list(source)
     output_tokens = list(translation) + ["[END]"]
@@ -167,6 +260,9 @@ def main(argv=None):
         return 0
     if args.command == "translate":
         translate(args.model_dir, args.texts, args.plot)
+        return 0
+    if args.command == "predict":
+        predict(args)
         return 0
     if args.command == "serving-config":
         from training.export import write_serving_config

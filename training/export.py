@@ -5,11 +5,13 @@ TensorFlow; it runs on the TensorFlow Keras backend. Exports go to
 `<root>/<model>/<version>/`, written to a temporary folder beside it and renamed,
 so TF Serving (which polls `<root>/<model>/`) never sees half a version.
 
-The translator's `serving_default` signature takes raw strings and does the
-training preprocessing inside the graph (`tokenize`), equal to `training.text`:
-code-point (or space-separated word) tokens, `[UNK]` for unseen tokens, padding
-and truncation to the trained maximum source length. Inputs are expected in NFC
-(TF has no Unicode-normalisation op); the loaders normalise training text to NFC.
+The `serving_default` signatures take raw strings and repeat the training
+preprocessing inside the graph, equal to it (property tests check both):
+the translator's `tokenize` as `training.text` (code-point or space-separated
+word tokens, `[UNK]` for unseen tokens, padding and truncation to the trained
+maximum source length; inputs expected in NFC, as TF has no Unicode
+normalisation op), and the memory network's `story_memory` as
+`training.data.babi`.
 """
 
 import json
@@ -171,3 +173,116 @@ def write_serving_config(export_root):
     with open(path, "w") as f:
         f.write("model_config_list {\n" + "".join(entries) + "}\n")
     return path, len(entries)
+
+
+def normalize_words(text):
+    """`tf.string` → the `training.data.babi.normalize` form: lowercase `[a-z0-9]` runs."""
+    text = tf.strings.lower(text, encoding="utf-8")
+    text = tf.strings.regex_replace(text, "[^a-z0-9]+", " ")
+    return tf.strings.regex_replace(text, "^ | $", "")
+
+
+def story_memory(story, table, memory_size, sentence_length):
+    """`tf.string [B]` stories (sentences on lines) → ids `[B, memory_size, sentence_length]`.
+
+    As `training.data.babi.vectorize`: sentences without a token are dropped, the
+    `memory_size` most recent are kept, most recent first, each truncated to
+    `sentence_length` words.
+    """
+    lines = tf.strings.split(story, sep="\n")
+    lines = tf.ragged.map_flat_values(normalize_words, lines)
+    lines = tf.ragged.boolean_mask(lines, tf.strings.length(lines) > 0)
+    lengths = lines.row_lengths()
+    position = tf.ragged.range(lengths)
+    reverse = tf.expand_dims(lines.row_starts(), 1) + tf.expand_dims(lengths, 1) - 1 - position
+    recent_first = tf.RaggedTensor.from_row_lengths(
+        tf.gather(lines.values, reverse.flat_values), lengths
+    )[:, :memory_size]
+    words = tf.strings.split(recent_first)
+    return tf.ragged.map_flat_values(table.lookup, words).to_tensor(
+        default_value=0, shape=[None, memory_size, sentence_length]
+    )
+
+
+def question_ids(question, table, question_length):
+    """`tf.string [B]` → ids `[B, question_length]`, as `training.data.babi.vectorize`."""
+    # Without `sep`, an empty string splits into no word (with sep=" ", into one "").
+    words = tf.strings.split(normalize_words(question))
+    return table.lookup(words).to_tensor(default_value=0, shape=[None, question_length])
+
+
+def _assert_batch_of_strings(name, value):
+    """A run-time check that `value` is 1-D (see `export_translator`)."""
+    shape = tf.shape(value)
+    message = f"`{name}` must be a 1-D string tensor of shape [batch]"
+    with tf.control_dependencies([
+        tf.debugging.assert_equal(tf.size(value), shape[0], message=message),
+        tf.debugging.assert_equal(shape[-1], shape[0], message=message),
+    ]):
+        return tf.identity(value)
+
+
+def export_memn2n(model, vocab, meta, export_root, name, run_dir=None):
+    """Writes the bAbI QA model's SavedModel (plus its `.keras`, vocabulary, meta).
+
+    `serving_default(story, question)`: `story` holds each example's sentences
+    separated by newlines, oldest first; returns `answer` (the most probable of
+    the answers seen in training), its `probability` and `hop_attention`
+    `[B, hops, memory_size]` over the kept sentences, most recent first.
+    """
+    import keras
+
+    from models.memn2n import with_attention
+
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError("export runs on the TensorFlow backend (KERAS_BACKEND=tensorflow)")
+    reader = with_attention(model)
+    memory_size, sentence_length = int(meta["memory_size"]), int(meta["sentence_length"])
+    question_length = int(meta["question_length"])
+    table = lookup_table(vocab.tokens)
+    answers = tf.constant(vocab.tokens)
+
+    def serve(story, question):
+        story = _assert_batch_of_strings("story", story)
+        question = _assert_batch_of_strings("question", question)
+        with tf.control_dependencies([tf.debugging.assert_equal(
+            tf.shape(story)[0], tf.shape(question)[0],
+            message="`story` and `question` must have the same batch size",
+        )]):
+            story = tf.identity(story)
+        story_ids = story_memory(story, table, memory_size, sentence_length)
+        logits, attention = reader({
+            "story": story_ids, "question": question_ids(question, table, question_length)
+        })
+        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+        best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        return {
+            "answer": tf.gather(answers, best),
+            "probability": tf.reduce_max(probabilities, axis=-1),
+            "hop_attention": tf.cast(attention, tf.float32),
+        }
+
+    archive = keras.export.ExportArchive()
+    archive.track(reader)
+    archive.track(table)
+    archive.add_endpoint(
+        "serving_default",
+        serve,
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="story"),
+            tf.TensorSpec([None], tf.string, name="question"),
+        ],
+    )
+
+    def write(tmp):
+        archive.write_out(tmp, verbose=False)
+        extra = os.path.join(tmp, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        model.save(os.path.join(extra, "model.keras"))
+        vocab.save(os.path.join(extra, "vocab.json"))
+        with open(os.path.join(extra, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=2)
+        if run_dir and os.path.isdir(os.path.join(run_dir, "test")):
+            shutil.copytree(os.path.join(run_dir, "test"), os.path.join(extra, "test"))
+
+    return write_atomically(os.path.join(export_root, name), write)

@@ -1,6 +1,9 @@
 """Process-wide settings for training runs that keep TensorFlow out of non-TF backends."""
 
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 
@@ -30,3 +33,34 @@ def set_seed(seed):
         import torch
 
         torch.manual_seed(seed)
+
+
+def export_in_tensorflow(task, run_dir, export_root):
+    """Exports on the TensorFlow backend: here if active, else in a subprocess.
+
+    Returns the version folder, or `None` when TensorFlow is not installed.
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        from training import tasks
+
+        return tasks.get(task).export(run_dir, export_root)
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
+    command = [
+        sys.executable,
+        "-m",
+        "training.cli",
+        "export",
+        task,
+        "--run-dir",
+        run_dir,
+        "--output-dir",
+        export_root,
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0 and "No module named 'tensorflow'" in result.stderr:
+        return None
+    if result.returncode != 0:
+        raise RuntimeError(f"export failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout.strip().splitlines()[-1].split(" ", 2)[-1]

@@ -44,7 +44,20 @@ def _translator():
     )
 
 
-_FACTORIES = {"translator": _translator}
+def _memn2n():
+    from training.tasks import memn2n
+
+    return Task(
+        name="memn2n",
+        summary="end-to-end memory network, bAbI-format QA (default: built-in stories)",
+        add_arguments=memn2n.add_arguments,
+        train=memn2n.train,
+        evaluate=memn2n.evaluate,
+        export=memn2n.export,
+    )
+
+
+_FACTORIES = {"translator": _translator, "memn2n": _memn2n}
 
 
 def names():

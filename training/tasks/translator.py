@@ -7,7 +7,6 @@ Default data: the built-in date corpus (`training.data.dates`), character level.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -311,7 +310,9 @@ def train(args):
     )
     export_path = None
     if not args.no_export:
-        export_path = export_in_tensorflow(args.work_dir, args.output_dir)
+        from training.runtime import export_in_tensorflow
+
+        export_path = export_in_tensorflow("translator", args.work_dir, args.output_dir)
         if export_path:
             print(f"exported to {export_path}")
         else:
@@ -324,35 +325,6 @@ def train(args):
         mark = "✓" if translation == target else "✗"
         print(f"  {source!r} → {translation!r} {mark}")
     return {"results": results, "train_seconds": train_seconds, "export": export_path}
-
-
-def export_in_tensorflow(run_dir, export_root):
-    """Exports on the TensorFlow backend: here if active, else in a subprocess.
-
-    Returns the version folder, or `None` when TensorFlow is not installed.
-    """
-    import keras
-
-    if keras.backend.backend() == "tensorflow":
-        return export(run_dir, export_root)
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow"}
-    command = [
-        sys.executable,
-        "-m",
-        "training.cli",
-        "export",
-        "translator",
-        "--run-dir",
-        run_dir,
-        "--output-dir",
-        export_root,
-    ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode != 0 and "No module named 'tensorflow'" in result.stderr:
-        return None
-    if result.returncode != 0:
-        raise RuntimeError(f"export failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout.strip().splitlines()[-1].split(" ", 2)[-1]
 
 
 def export(run_dir, export_root):

@@ -1,0 +1,174 @@
+"""The bAbI question-answering model around `keras_attn.memory.MemN2N`.
+
+Inputs `story (B, N, J)` and `question (B, Jq)` int ids (the memory most recent
+first); output: the answer's logits over the vocabulary, restricted to the
+answers seen in training. The default config and `MemN2NSchedule` follow
+Sukhbaatar et al. 2015 §4.2: 3 hops, d = 20, adjacent tying, position and
+temporal encoding, 10 % random noise, linear start; SGD with learning rate 0.01
+halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.
+"""
+
+import dataclasses
+
+import keras
+from keras import ops
+
+from keras_attn.memory import MemN2N
+
+_PACKAGE = "keras_attn_models"
+
+
+@dataclasses.dataclass
+class MemN2NConfig:
+    vocab_size: int
+    answer_ids: list
+    memory_size: int = 50
+    sentence_length: int = 12
+    question_length: int = 12
+    embedding_dim: int = 20
+    hops: int = 3
+    weight_tying: str = "adjacent"
+    position_encoding: bool = True
+    temporal_encoding: bool = True
+    random_noise: float = 0.1
+    linear_start: bool = True
+    seed: int = 0
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class CandidateLogits(keras.layers.Layer):
+    """Keeps the logits of the candidate ids; every other id gets a large negative.
+
+    The softmax then ranges over the candidates only, so a prediction is always
+    one of the answers seen in training. Output in float32 (a stable loss under
+    mixed precision).
+    """
+
+    def __init__(self, candidate_ids, vocab_size, **kwargs):
+        super().__init__(**kwargs)
+        self.candidate_ids = sorted(int(i) for i in candidate_ids)
+        self.vocab_size = int(vocab_size)
+        if not self.candidate_ids or not all(0 <= i < vocab_size for i in self.candidate_ids):
+            raise ValueError(
+                f"`candidate_ids` must be non-empty ids in [0, {vocab_size}); received "
+                f"{candidate_ids!r}."
+            )
+        allowed = [0.0] * self.vocab_size
+        for i in self.candidate_ids:
+            allowed[i] = 1.0
+        self._allowed = allowed
+
+    def call(self, logits):
+        logits = ops.cast(logits, "float32")
+        allowed = ops.convert_to_tensor(self._allowed, "float32")
+        return ops.where(allowed > 0, logits, ops.full_like(logits, -1e9))
+
+    def compute_output_shape(self, shape):
+        return shape
+
+    def get_config(self):
+        return {**super().get_config(), "candidate_ids": self.candidate_ids,
+                "vocab_size": self.vocab_size}
+
+
+def build_memn2n(config):
+    """A `keras.Model` `{"story", "question"} → answer logits` (and, via
+    `with_attention`, the hop attention)."""
+    story = keras.Input((config.memory_size, config.sentence_length), dtype="int32", name="story")
+    question = keras.Input((config.question_length,), dtype="int32", name="question")
+    memory = MemN2N(
+        vocab_size=config.vocab_size,
+        embedding_dim=config.embedding_dim,
+        hops=config.hops,
+        memory_size=config.memory_size,
+        weight_tying=config.weight_tying,
+        position_encoding=config.position_encoding,
+        temporal_encoding=config.temporal_encoding,
+        random_noise=config.random_noise,
+        linear_start=config.linear_start,
+        seed=config.seed,
+        name="memn2n",
+    )
+    logits, _ = memory(story, question)
+    answer = CandidateLogits(config.answer_ids, config.vocab_size, name="answer")(logits)
+    return keras.Model({"story": story, "question": question}, answer, name="memn2n_qa")
+
+
+def with_attention(model):
+    """The same weights, returning `(answer logits, hop attention (B, K, N))`."""
+    memory = model.get_layer("memn2n")
+    _, attention = memory.output
+    return keras.Model(model.inputs, [model.output, attention])
+
+
+def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, jit_compile="auto"):
+    if optimizer == "sgd":
+        opt = keras.optimizers.SGD(learning_rate, global_clipnorm=clipnorm)
+    elif optimizer == "adam":
+        opt = keras.optimizers.Adam(learning_rate, global_clipnorm=clipnorm)
+    else:
+        raise ValueError(f"`optimizer` must be 'sgd' or 'adam'; received {optimizer!r}.")
+    model.compile(
+        optimizer=opt,
+        # Summed over the batch, as in the paper's code: its learning rate and
+        # clipping norm are for the summed gradient (a mean would make the
+        # steps 32× smaller).
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum"),
+        metrics=["accuracy"],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+class MemN2NSchedule(keras.callbacks.Callback):
+    """The paper's learning-rate schedule and linear start.
+
+    While the model is in linear start (its `MemN2N` has `softmax_enabled = 0`)
+    the learning rate is `linear_start_rate`. The softmax is restored once the
+    validation loss (the training loss without validation data) has not fallen
+    for `patience` epochs, or after `max_linear_epochs`, whichever comes first.
+    From then on (or from the start, without linear start) the rate is
+    `learning_rate · ½^⌊epochs since the softmax / halve_every⌋`.
+    """
+
+    def __init__(self, learning_rate=0.01, halve_every=25, linear_start_rate=0.005, patience=3,
+                 max_linear_epochs=20, verbose=True):
+        super().__init__()
+        self.learning_rate = learning_rate
+        self.halve_every = halve_every
+        self.linear_start_rate = linear_start_rate
+        self.patience = patience
+        self.max_linear_epochs = max_linear_epochs
+        self.verbose = verbose
+        self.softmax_epoch = None
+        self._best, self._waited = float("inf"), 0
+
+    def _memory(self):
+        return self.model.get_layer("memn2n")
+
+    def _linear(self):
+        return float(ops.convert_to_numpy(self._memory().softmax_enabled.value)) < 0.5
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._linear():
+            rate = self.linear_start_rate
+        else:
+            if self.softmax_epoch is None:  # no linear start, or resumed after it
+                self.softmax_epoch = 0 if epoch == 0 else epoch
+            rate = self.learning_rate * 0.5 ** ((epoch - self.softmax_epoch) // self.halve_every)
+        self.model.optimizer.learning_rate.assign(rate)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self._linear():
+            return
+        logs = logs or {}
+        loss = logs.get("val_loss", logs.get("loss"))
+        if loss is not None and loss < self._best - 1e-4:
+            self._best, self._waited = loss, 0
+        else:
+            self._waited += 1
+        if self._waited >= self.patience or epoch + 1 >= self.max_linear_epochs:
+            self._memory().softmax_enabled.assign(1.0)
+            self.softmax_epoch = epoch + 1
+            if self.verbose:
+                print(f"linear start ends after epoch {epoch + 1}: softmax restored")

@@ -1,0 +1,103 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from models.memn2n import (
+    CandidateLogits,
+    MemN2NConfig,
+    MemN2NSchedule,
+    build_memn2n,
+    compile_memn2n,
+    with_attention,
+)
+from training.data import babi
+from training.data.stories import generate_questions
+
+
+@pytest.fixture(scope="module")
+def data():
+    train = generate_questions(1, 600, seed=0)
+    test = generate_questions(1, 200, seed=1)
+    vocab = babi.build_vocabulary(train)
+    sentence, question = babi.lengths_of(train)
+
+    def arrays(questions):
+        return babi.vectorize(questions, vocab, 20, sentence, question)
+
+    config = MemN2NConfig(
+        vocab_size=len(vocab),
+        answer_ids=sorted({vocab.index[q.answer] for q in train}),
+        memory_size=20, sentence_length=sentence, question_length=question,
+    )
+    return {"train": arrays(train), "test": arrays(test), "config": config, "vocab": vocab}
+
+
+def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
+    keras.utils.set_random_seed(0)
+    model = compile_memn2n(build_memn2n(data["config"]))
+    (x, y, _), (tx, ty, slots) = data["train"], data["test"]
+    schedule = MemN2NSchedule(verbose=False)
+    model.fit(x, y, validation_data=(tx, ty), batch_size=32, epochs=30, verbose=0,
+              callbacks=[schedule])
+    accuracy = model.evaluate(tx, ty, verbose=0)[1]
+    assert accuracy > 0.9
+    assert schedule.softmax_epoch is not None  # linear start ended
+    logits, attention = with_attention(model).predict(tx, verbose=0)
+    assert attention.shape == (200, 3, 20)
+    assert np.mean(attention.sum(1).argmax(-1) == slots[:, 0]) > 0.8
+    path = os.path.join(tmp_path, "memn2n.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(loaded.predict(tx, verbose=0), logits, atol=1e-5)
+    assert float(np.asarray(loaded.get_layer("memn2n").softmax_enabled.value)) == 1.0
+
+
+def test_predictions_are_always_candidate_answers(data):
+    model = build_memn2n(data["config"])
+    logits = model.predict(data["test"][0], verbose=0)
+    assert set(logits.argmax(-1).tolist()) <= set(data["config"].answer_ids)
+    with pytest.raises(ValueError, match="`candidate_ids`"):
+        CandidateLogits([99], vocab_size=10)
+
+
+class _FakeModel:
+    def __init__(self, linear):
+        self.memory = type("M", (), {})()
+        self.memory.softmax_enabled = keras.Variable(0.0 if linear else 1.0)
+        self.optimizer = type("O", (), {"learning_rate": keras.Variable(0.0)})()
+
+    def get_layer(self, name):
+        return self.memory
+
+
+def test_schedule_halves_the_rate_and_ends_linear_start_on_a_plateau():
+    schedule = MemN2NSchedule(learning_rate=0.01, halve_every=25, linear_start_rate=0.005,
+                              patience=2, max_linear_epochs=20, verbose=False)
+    schedule.set_model(_FakeModel(linear=True))
+    rates = []
+    losses = [5.0, 4.0, 3.0, 3.5, 3.2] + [1.0] * 60
+    for epoch, loss in enumerate(losses):
+        schedule.on_epoch_begin(epoch)
+        rates.append(float(np.asarray(schedule.model.optimizer.learning_rate.value)))
+        schedule.on_epoch_end(epoch, {"val_loss": loss})
+    # Two epochs without a better validation loss (3.5, 3.2) end the linear phase.
+    assert schedule.softmax_epoch == 5
+    assert rates[:5] == pytest.approx([0.005] * 5)
+    assert rates[5] == pytest.approx(0.01) and rates[29] == pytest.approx(0.01)
+    assert rates[30] == pytest.approx(0.005) and rates[55] == pytest.approx(0.0025)
+
+
+def test_schedule_caps_linear_start_and_runs_plain_without_it():
+    capped = MemN2NSchedule(patience=100, max_linear_epochs=3, verbose=False)
+    capped.set_model(_FakeModel(linear=True))
+    for epoch in range(5):
+        capped.on_epoch_begin(epoch)
+        capped.on_epoch_end(epoch, {"val_loss": 10.0 - epoch})
+    assert capped.softmax_epoch == 3
+    plain = MemN2NSchedule(learning_rate=0.02, halve_every=2, verbose=False)
+    plain.set_model(_FakeModel(linear=False))
+    for epoch in range(5):
+        plain.on_epoch_begin(epoch)
+    assert float(np.asarray(plain.model.optimizer.learning_rate.value)) == pytest.approx(0.005)

@@ -1,0 +1,50 @@
+"""`keras-attn train memn2n` on bAbI files written here (any backend, no export)."""
+
+import os
+
+import pytest
+
+from training import cli
+from training.data import babi
+from training.data.stories import generate_questions
+
+
+def _write_task(folder, task, name, questions, split):
+    babi.write_babi(questions, os.path.join(folder, f"qa{task}_{name}_{split}.txt"))
+
+
+def test_trains_on_a_data_dir_with_a_test_file_beside_the_train_file(tmp_path, capsys):
+    data = tmp_path / "babi"
+    data.mkdir()
+    _write_task(data, 1, "single-supporting-fact", generate_questions(1, 400, seed=0), "train")
+    _write_task(data, 1, "single-supporting-fact", generate_questions(1, 100, seed=1), "test")
+    _write_task(data, 6, "yes-no-questions", generate_questions(6, 200, seed=0), "train")
+    work = str(tmp_path / "work")
+    results = cli.main(["train", "memn2n", "--data-dir", str(data), "--tasks", "1",
+                        "--epochs", "12", "--work-dir", work, "--no-export",
+                        "--no-tensorboard", "--quiet"])
+    assert results == 0
+    printed = capsys.readouterr().out
+    assert "data: babi [1]" in printed and "test:" in printed
+    assert os.path.exists(os.path.join(work, "test", "qa1_single-supporting-fact_test.txt"))
+    # Only a train file: validation is split from it, and the figure is on validation.
+    work2 = str(tmp_path / "work2")
+    cli.main(["train", "memn2n", "--data-dir", str(data), "--tasks", "6", "--epochs", "2",
+              "--work-dir", work2, "--no-export", "--no-tensorboard", "--quiet"])
+    printed = capsys.readouterr().out
+    assert "6 yes-no-questions" in printed and "\ntest:" not in printed
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--data-dir", "/nonexistent/babi"], "is not a directory"),
+    (["--tasks", "3"], "no qa3_"),
+    (["--tasks", "one"], "`--tasks` must be numbers"),
+])
+def test_bad_data_arguments_stop_with_a_clear_message(tmp_path, flags, message):
+    data = tmp_path / "babi"
+    data.mkdir()
+    _write_task(data, 1, "single-supporting-fact", generate_questions(1, 50, seed=0), "train")
+    argv = ["train", "memn2n", "--data-dir", str(data), *flags, "--work-dir",
+            str(tmp_path / "w"), "--no-export", "--quiet"]
+    with pytest.raises(SystemExit, match=message):
+        cli.main(argv)

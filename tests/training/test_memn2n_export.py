@@ -1,0 +1,185 @@
+"""The memory network's training CLI, export and serving checks (TensorFlow backend)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.training.test_export import _tf_only
+from training.data import babi
+from training.data.stories import generate_questions
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A memory network briefly trained on built-in single-supporting-fact stories."""
+    from training import cli
+
+    root = tmp_path_factory.mktemp("memn2n")
+    work, out = str(root / "work"), str(root / "saved_models")
+    cli.main(["train", "memn2n", "--kinds", "1", "--train-questions", "500",
+              "--test-questions", "100", "--epochs", "25", "--memory-size", "12", "--no-linear-start",
+              "--work-dir", work, "--output-dir", out, "--no-tensorboard", "--quiet"])
+    return {"work": work, "export": os.path.join(out, "memn2n", "1"), "root": out}
+
+
+def _serve(export, stories, questions):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(export).signatures["serving_default"]
+    return serve(story=tf.constant(stories), question=tf.constant(questions))
+
+
+def test_export_layout(trained):
+    extra = os.path.join(trained["export"], "assets.extra")
+    assert os.path.exists(os.path.join(trained["export"], "saved_model.pb"))
+    for name in ("model.keras", "vocab.json", "meta.json", "test"):
+        assert os.path.exists(os.path.join(extra, name)), name
+    assert json.load(open(os.path.join(extra, "meta.json")))["task"] == "memn2n"
+
+
+def test_tensorflow_only_process_matches_keras_on_100_questions(trained, tmp_path):
+    from training.tasks.memn2n import answer, load_run
+
+    model, vocab, meta = load_run(trained["work"])
+    questions = generate_questions(1, 100, seed=42)
+    answers, probabilities, attention = answer(model, vocab, meta, questions)
+    stories = ["\n".join(q.story) for q in questions]
+    out = _tf_only(f"""
+        import json
+        try:
+            import keras_attn
+            raise SystemExit("keras_attn should not be importable here")
+        except ImportError:
+            pass
+        import tensorflow as tf
+        serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
+        out = serve(story=tf.constant(json.loads({json.dumps(json.dumps(stories))})),
+                    question=tf.constant(json.loads({json.dumps(json.dumps([q.question for q in questions]))})))
+        print(json.dumps({{"answer": [a.decode() for a in out["answer"].numpy()],
+                          "probability": out["probability"].numpy().tolist(),
+                          "attention": out["hop_attention"].numpy().tolist()}}))
+    """, tmp_path)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["answer"] == answers
+    np.testing.assert_allclose(got["probability"], probabilities, atol=1e-5)
+    np.testing.assert_allclose(got["attention"], attention, atol=1e-5)
+    assert np.mean([a == q.answer for a, q in zip(answers, questions, strict=True)]) > 0.8
+
+
+def test_session_loader_as_tf_serving_does(trained, tmp_path):
+    out = _tf_only(f"""
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
+            sig = meta.signature_def["serving_default"]
+            feed = {{sig.inputs["story"].name: ["Mary went to the kitchen.\\nJohn went to the garden."],
+                     sig.inputs["question"].name: ["Where is Mary?"]}}
+            fetch = {{k: v.name for k, v in sig.outputs.items()}}
+            result = sess.run(fetch, feed)
+        print(sorted(fetch), result["answer"].tolist(), result["hop_attention"].shape)
+    """, tmp_path)
+    assert "['answer', 'hop_attention', 'probability']" in out
+    assert "(1, 3, 12)" in out
+
+
+def test_saved_model_cli_run(trained):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
+         "--signature_def", "serving_default", "--input_exprs",
+         'story=["Mary went to the kitchen."];question=["Where is Mary?"]'],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "answer" in result.stdout and "hop_attention" in result.stdout
+
+
+def test_bad_inputs_have_defined_results_at_the_signature(trained):
+    import tensorflow as tf
+
+    places = ["office", "garden", "kitchen", "hallway", "bedroom", "bathroom"] * 4
+    sentences = [f"{'Mary' if i % 3 else 'John'} went to the {p}." for i, p in enumerate(places)]
+    long_story, recent = "\n".join(sentences), "\n".join(sentences[-12:])
+    out = _serve(trained["export"],
+                 ["", "Mary went to the kitchen.", long_story, "\n\n  \n", recent],
+                 ["Where is Mary?", "Zorp blick quux?", "Where is Mary?", "", "Where is Mary?"])
+    for key in ("probability", "hop_attention"):
+        assert np.all(np.isfinite(out[key].numpy())), key
+    attention = out["hop_attention"].numpy()
+    assert np.all(attention[0] == 0) and np.all(attention[3] == 0)  # nothing to read
+    assert out["answer"].numpy()[1] != b""  # unknown words: an answer from the memory alone
+    # A story longer than the memory is served as its 12 most recent sentences.
+    np.testing.assert_allclose(attention[2], attention[4], atol=1e-6)
+    assert out["answer"].numpy()[2] == out["answer"].numpy()[4]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must be a 1-D string tensor"):
+        _serve(trained["export"], [["a", "b"]], ["x"])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="the same batch size"):
+        _serve(trained["export"], ["a", "b"], ["x"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sentences=st.lists(st.text(max_size=30), max_size=16),
+    question=st.text(max_size=30),
+)
+def test_in_graph_preprocessing_equals_training(trained, sentences, question):
+    import tensorflow as tf
+
+    from training import export as export_lib
+
+    vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
+    meta = json.load(open(os.path.join(trained["work"], "meta.json")))
+    # Newlines separate sentences: a sentence cannot hold one.
+    sentences = [s.replace("\n", " ").replace("\r", " ") for s in sentences]
+    q = babi.Question(tuple(sentences), question, "x", ())
+    x, _, _ = babi.vectorize([q], vocab, meta["memory_size"], meta["sentence_length"],
+                             meta["question_length"])
+    table = export_lib.lookup_table(vocab.tokens)
+    story_ids = export_lib.story_memory(tf.constant(["\n".join(sentences)]), table,
+                                        meta["memory_size"], meta["sentence_length"])
+    np.testing.assert_array_equal(story_ids.numpy(), x["story"])
+    ids = export_lib.question_ids(tf.constant([question]), table, meta["question_length"])
+    np.testing.assert_array_equal(ids.numpy(), x["question"])
+
+
+def test_predict_command_with_plot(trained, tmp_path, capsys):
+    from training import cli
+
+    plot = str(tmp_path / "hops.png")
+    cli.main(["predict", os.path.dirname(trained["export"]),
+              "--story", "Mary went to the kitchen.", "John went to the garden.",
+              "--question", "Where is John?", "--plot", plot])
+    printed = capsys.readouterr().out
+    assert "Where is John? → " in printed and "hop 1" in printed
+    assert os.path.getsize(plot) > 1000
+    with pytest.raises(SystemExit, match="needs --question"):
+        cli.main(["predict", trained["export"], "--story", "Mary went to the kitchen."])
+    story_file = tmp_path / "story.txt"
+    story_file.write_text("\n".join(f"Mary went to the {p}." for p in ["garden"] * 13 + ["office"]))
+    cli.main(["predict", trained["export"], "--story-file", str(story_file),
+              "--question", "Where is Mary?"])
+    assert "keeps the 12 most recent" in capsys.readouterr().out
+
+
+def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
+    from training import cli
+
+    cli.main(["evaluate", "memn2n", "--run-dir", trained["work"]])
+    on_run = capsys.readouterr().out
+    cli.main(["evaluate", "memn2n", "--run-dir", os.path.join(trained["export"], "assets.extra")])
+    on_export = capsys.readouterr().out
+    assert "single-supporting-fact" in on_run and "mean error" in on_run
+    assert on_run.splitlines()[1:] == on_export.splitlines()[1:]
