@@ -197,6 +197,15 @@ def test_translate_command_with_plot(trained, tmp_path):
     assert plot.exists() and plot.stat().st_size > 1000
 
 
+def test_predict_command_dispatches_on_the_exported_task(trained, capsys):
+    from training import cli
+
+    cli.main(["predict", trained["export"], "3 March 1998"])
+    assert capsys.readouterr().out.startswith("3 March 1998\t")
+    with pytest.raises(SystemExit, match="needs the texts"):
+        cli.main(["predict", trained["export"]])
+
+
 def test_evaluate_command_on_the_run_and_on_the_export(trained, capsys):
     from training import cli
 

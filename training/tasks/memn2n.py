@@ -231,10 +231,11 @@ def print_figures(title, figures_, names):
 
 
 # -- the task's entry points ------------------------------------------------------------
-def build_callbacks(args, work_dir, schedule):
+def build_callbacks(args, work_dir):
+    """Resume after a kill (BackupAndRestore) and, if asked, TensorBoard logs."""
     import keras
 
-    callbacks = [schedule, keras.callbacks.BackupAndRestore(os.path.join(work_dir, "backup"))]
+    callbacks = [keras.callbacks.BackupAndRestore(os.path.join(work_dir, "backup"))]
     tensorboard = args.tensorboard
     if tensorboard is None:
         tensorboard = keras.backend.backend() == "tensorflow"
@@ -243,20 +244,16 @@ def build_callbacks(args, work_dir, schedule):
     return callbacks
 
 
-def train(args):
-    import keras
+def fit_model(args, data, callbacks=()):
+    """Builds, compiles and fits a model on `data` (from `prepare`) as `args` say.
+
+    Returns `(model, meta, schedule, history, seconds)`.
+    """
+    import dataclasses
 
     from models.memn2n import MemN2NConfig, MemN2NSchedule, build_memn2n, compile_memn2n
-    from training.runtime import set_seed
 
-    if args.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
-    set_seed(args.seed)
-    data = prepare(args)
     splits, several = data["splits"], data["several"]
-    print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
-          f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
-          f"vocabulary {len(data['vocab'])}; sentences ≤ {data['sentence_length']} words")
     config = MemN2NConfig(
         vocab_size=len(data["vocab"]),
         answer_ids=data["answer_ids"],
@@ -284,20 +281,37 @@ def train(args):
         build_memn2n(config), optimizer=args.optimizer, learning_rate=learning_rate,
         clipnorm=args.clipnorm, jit_compile=args.jit,
     )
-    import dataclasses
-
     meta = {"task": "memn2n", "source": data["source"],
             "names": {str(k): v for k, v in data["names"].items()}, **dataclasses.asdict(config)}
     x, y, _ = arrays(data["vocab"], meta, splits["train"])
     vx, vy, _ = arrays(data["vocab"], meta, splits["validation"])
-    os.makedirs(args.work_dir, exist_ok=True)
     start = time.time()
     history = model.fit(
         x, y, validation_data=(vx, vy), batch_size=args.batch_size, epochs=epochs,
-        callbacks=build_callbacks(args, args.work_dir, schedule),
+        callbacks=[schedule, *callbacks],
         verbose=0 if args.quiet else (2 if os.environ.get("CI") or not sys.stdout.isatty() else 1),
     )
-    train_seconds = time.time() - start
+    return model, meta, schedule, history, time.time() - start
+
+
+def train(args):
+    import keras
+
+    from training.runtime import set_seed
+
+    if args.mixed_precision:
+        keras.config.set_dtype_policy("mixed_float16")
+    set_seed(args.seed)
+    data = prepare(args)
+    splits = data["splits"]
+    print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
+          f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
+          f"vocabulary {len(data['vocab'])}; sentences ≤ {data['sentence_length']} words")
+    os.makedirs(args.work_dir, exist_ok=True)
+    model, meta, schedule, history, train_seconds = fit_model(
+        args, data, callbacks=build_callbacks(args, args.work_dir)
+    )
+    epochs = history.params["epochs"]
     test = splits["test"] or splits["validation"]
     save_run(args.work_dir, model, data["vocab"], meta, test)
     results = {

@@ -1,0 +1,209 @@
+"""MemN2N on the bAbI 1k tasks: per-task error, mean, failed tasks (Sukhbaatar et al. 2015).
+
+    python benchmarks/memn2n.py --data-dir DIR [--runs 5] [--joint] [--tasks 1,2]
+
+`DIR` holds the bAbI v1.2 files (`qaN_<name>_train.txt`, and `_test.txt` if you
+have them). First every file is parsed (the loader check: lines, stories and
+questions per file). Then, per task, `--runs` single-task runs with different
+seeds train with the paper's setup (PE LS RN: 3 hops, d = 20, adjacent tying,
+position and temporal encoding, 10 % random noise, linear start; SGD 0.01 halved
+every 25 epochs, 100 epochs, batch 32, clip 40, memory 50), and the run with the
+lowest validation error is kept (the paper keeps the best of 10 by training
+error). `--joint` adds joint runs over all tasks (d = 50, 60 epochs, halved
+every 15).
+
+Every choice uses a validation split (10 % of each training file's stories).
+With `_test.txt` files the reported figure is the kept run's test error; without
+them a further 10 % of the stories is held out as a stand-in test split, used
+for nothing but the figure (so those runs train on 80 %, not 90 %, of the 1k).
+
+Runs go to `--workers` processes (default 2); the Keras backend is JAX when it is
+installed (the fastest here), else TensorFlow.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+PAPER_PE_LS_RN = {  # Sukhbaatar et al. 2015, Table 1, 1k, "PE LS RN": error %
+    1: 0.0, 2: 8.3, 3: 40.3, 4: 2.8, 5: 13.1, 6: 7.6, 7: 17.3, 8: 10.0, 9: 13.2, 10: 15.1,
+    11: 0.9, 12: 0.2, 13: 0.4, 14: 1.7, 15: 0.0, 16: 1.3, 17: 51.0, 18: 11.1, 19: 82.8, 20: 0.0,
+}
+
+
+def _backend():
+    import importlib.util
+
+    return "jax" if importlib.util.find_spec("jax") else "tensorflow"
+
+
+def _task_args(extra):
+    from training.tasks import memn2n
+
+    parser = argparse.ArgumentParser()
+    memn2n.add_arguments(parser)
+    return parser.parse_args(["--quiet", "--no-export", "--no-tensorboard", *extra])
+
+
+def _splits(data_dir, tasks):
+    """Per task: train / validation / test (real, or a stand-in held out of train)."""
+    from training.data import babi
+
+    files = babi.find_task_files(data_dir)
+    out = {}
+    for task in tasks:
+        questions = babi.load_babi_file(files[task]["train"], task)
+        rest, validation = babi.split_by_story(questions, 0.1, seed=task)
+        if files[task]["test"]:
+            train, test, kind = rest, babi.load_babi_file(files[task]["test"], task), "test"
+        else:
+            train, test = babi.split_by_story(rest, 1 / 9, seed=100 + task)
+            kind = "held-out part of train"
+        out[task] = {"train": train, "validation": validation, "test": test, "kind": kind,
+                     "name": files[task]["name"]}
+    return out
+
+
+def one_run(job):
+    """Trains one model; returns its validation and test figures (in a worker)."""
+    os.environ["KERAS_BACKEND"] = job["backend"]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from training.data import babi
+    from training.runtime import set_seed
+    from training.tasks import memn2n
+
+    args = _task_args(["--seed", str(job["seed"]), *job["flags"]])
+    set_seed(job["seed"])
+    splits = {"train": [], "validation": [], "test": []}
+    for task in job["tasks"]:
+        for part in splits:
+            splits[part] += job["splits"][task][part]
+    vocab = babi.build_vocabulary(splits["train"])
+    sentence, question = babi.lengths_of(splits["train"])
+    data = {
+        "splits": splits, "names": {t: job["splits"][t]["name"] for t in job["tasks"]},
+        "source": "babi", "vocab": vocab, "sentence_length": sentence,
+        "question_length": question, "several": len(job["tasks"]) > 1,
+        "answer_ids": sorted({vocab.index[babi.normalize_answer(q.answer)]
+                              for q in splits["train"]}),
+    }
+    model, meta, schedule, history, seconds = memn2n.fit_model(args, data)
+    validation = memn2n.figures(model, vocab, meta, splits["validation"])
+    test = memn2n.figures(model, vocab, meta, splits["test"])
+    return {
+        "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
+        "linear_start_epochs": schedule.softmax_epoch,
+        "train_accuracy": float(history.history["accuracy"][-1]),
+        "validation": validation, "test": test,
+    }
+
+
+def _best(runs):
+    return min(runs, key=lambda r: (r["validation"]["mean_error"], -r["train_accuracy"]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--tasks", default="all")
+    parser.add_argument("--runs", type=int, default=5, help="single-task runs per task")
+    parser.add_argument("--joint", action="store_true", help="also train jointly")
+    parser.add_argument("--joint-runs", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--epochs", type=int, help="override the paper's epochs (quick checks)")
+    parser.add_argument("--output", help="JSON path (default benchmarks/results/memn2n.json)")
+    args = parser.parse_args()
+
+    from results_io import default_path, write_results
+
+    from training.data import babi
+
+    # 1. The loader check: every line of every file.
+    files = babi.find_task_files(args.data_dir)
+    print(f"{'file':<44} {'lines':>6} {'stories':>7} {'questions':>9}")
+    parsed = {}
+    for task, entry in files.items():
+        for split in ("train", "test"):
+            if entry[split]:
+                with open(entry[split], encoding="utf-8") as f:
+                    lines = sum(1 for line in f if line.strip())
+                questions = babi.load_babi_file(entry[split], task)
+                stories = len({q.story_id for q in questions})
+                parsed[os.path.basename(entry[split])] = [lines, stories, len(questions)]
+                print(f"{os.path.basename(entry[split]):<44} {lines:>6} {stories:>7} "
+                      f"{len(questions):>9}")
+    print(f"parsed {sum(v[0] for v in parsed.values())} lines of {len(parsed)} files, no error")
+
+    tasks = sorted(files) if args.tasks == "all" else [int(t) for t in args.tasks.split(",")]
+    splits = _splits(args.data_dir, tasks)
+    backend = _backend()
+    flags = ["--epochs", str(args.epochs)] if args.epochs else []
+    jobs = [{"tasks": [t], "seed": seed, "splits": {t: splits[t]}, "backend": backend,
+             "flags": flags} for t in tasks for seed in range(args.runs)]
+    if args.joint:
+        jobs += [{"tasks": tasks, "seed": seed, "splits": splits, "backend": backend,
+                  "flags": flags} for seed in range(args.joint_runs)]
+    print(f"\n{len(jobs)} runs on {args.workers} workers, backend {backend}")
+    start = time.time()
+    runs = []
+    with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
+        for run in pool.map(one_run, jobs):
+            runs.append(run)
+            label = "joint" if len(run["tasks"]) > 1 else f"task {run['tasks'][0]}"
+            print(f"  {label:<8} seed {run['seed']}: validation error "
+                  f"{100 * run['validation']['mean_error']:5.1f} %, test error "
+                  f"{100 * run['test']['mean_error']:5.1f} % ({run['seconds']:.0f} s)",
+                  flush=True)
+    wall = time.time() - start
+
+    single = {t: _best([r for r in runs if r["tasks"] == [t]]) for t in tasks}
+    kind = {splits[t]["kind"] for t in tasks}
+    print(f"\nsingle-task, best of {args.runs} by validation error; figure on: {', '.join(kind)}")
+    print(f"{'task':<32} {'ours %':>7} {'val %':>6} {'paper %':>8} {'support attn':>12}")
+    table = {}
+    for t in tasks:
+        test_entry = single[t]["test"]["tasks"][str(t)]
+        val_entry = single[t]["validation"]["tasks"][str(t)]
+        table[t] = {"name": splits[t]["name"], "error": test_entry["error"],
+                    "validation_error": val_entry["error"], "seed": single[t]["seed"],
+                    "support_attention": test_entry.get("support_attention"),
+                    "paper_error": PAPER_PE_LS_RN.get(t, float("nan")) / 100}
+        support = test_entry.get("support_attention")
+        print(f"{t:>2} {splits[t]['name']:<29} {100 * test_entry['error']:7.1f} "
+              f"{100 * val_entry['error']:6.1f} {PAPER_PE_LS_RN.get(t, float('nan')):8.1f} "
+              f"{'' if support is None else f'{100 * support:.0f} %':>12}")
+    mean = sum(e["error"] for e in table.values()) / len(table)
+    failed = sum(e["error"] > 0.05 for e in table.values())
+    print(f"mean error {100 * mean:.1f} % (paper 13.9 %), failed tasks (> 5 %): {failed} "
+          f"(paper 11)")
+    result = {
+        "backend": backend, "workers": args.workers, "wall_seconds": round(wall, 1),
+        "runs_per_task": args.runs, "figure_on": sorted(kind), "parsed_files": parsed,
+        "single_task": {"tasks": table, "mean_error": mean, "failed": failed},
+        "runs": [{k: v for k, v in r.items() if k not in ("validation", "test")} |
+                 {"validation_error": r["validation"]["mean_error"],
+                  "test_error": r["test"]["mean_error"]} for r in runs],
+        "command": " ".join(["python", "benchmarks/memn2n.py", *sys.argv[1:]]),
+    }
+    if args.joint:
+        joint = _best([r for r in runs if len(r["tasks"]) > 1])
+        errors = {t: joint["test"]["tasks"][str(t)]["error"] for t in tasks}
+        jmean = sum(errors.values()) / len(errors)
+        jfailed = sum(e > 0.05 for e in errors.values())
+        print(f"joint (best of {args.joint_runs}): mean error {100 * jmean:.1f} % (paper 12.4 %), "
+              f"failed {jfailed}; per task: "
+              + ", ".join(f"{t}: {100 * e:.1f}" for t, e in errors.items()))
+        result["joint"] = {"tasks": errors, "mean_error": jmean, "failed": jfailed,
+                           "seed": joint["seed"]}
+    print(f"wall time {wall / 60:.1f} min")
+    write_results(result, args.output or default_path("memn2n"))
+
+
+if __name__ == "__main__":
+    main()
