@@ -165,7 +165,8 @@ def main():
     single = {t: _best([r for r in runs if r["tasks"] == [t]]) for t in tasks}
     kind = {splits[t]["kind"] for t in tasks}
     print(f"\nsingle-task, best of {args.runs} by validation error; figure on: {', '.join(kind)}")
-    print(f"{'task':<32} {'ours %':>7} {'val %':>6} {'paper %':>8} {'support attn':>12}")
+    print(f"{'task':<32} {'ours %':>7} {'val %':>6} {'paper %':>8} {'support attn':>12}"
+          f" {'(val)':>6}")
     table = {}
     for t in tasks:
         test_entry = single[t]["test"]["tasks"][str(t)]
@@ -173,11 +174,14 @@ def main():
         table[t] = {"name": splits[t]["name"], "error": test_entry["error"],
                     "validation_error": val_entry["error"], "seed": single[t]["seed"],
                     "support_attention": test_entry.get("support_attention"),
+                    "validation_support_attention": val_entry.get("support_attention"),
                     "paper_error": PAPER_PE_LS_RN.get(t, float("nan")) / 100}
         support = test_entry.get("support_attention")
+        val_support = val_entry.get("support_attention")
         print(f"{t:>2} {splits[t]['name']:<29} {100 * test_entry['error']:7.1f} "
               f"{100 * val_entry['error']:6.1f} {PAPER_PE_LS_RN.get(t, float('nan')):8.1f} "
-              f"{'' if support is None else f'{100 * support:.0f} %':>12}")
+              f"{'' if support is None else f'{100 * support:.0f} %':>12}"
+              f" {'' if val_support is None else f'{100 * val_support:.0f} %':>6}")
     mean = sum(e["error"] for e in table.values()) / len(table)
     failed = sum(e["error"] > 0.05 for e in table.values())
     print(f"mean error {100 * mean:.1f} % (paper 13.9 %), failed tasks (> 5 %): {failed} "

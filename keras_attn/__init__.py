@@ -6,7 +6,7 @@ from keras_attn import decoding, memory, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
 from keras_attn.luong import LuongAttention
-from keras_attn.memory import MemN2N, MemoryHop
+from keras_attn.memory import MemN2N, MemoryHop, NTMCell
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.positional import (
     ALiBiBias,
@@ -55,6 +55,7 @@ __all__ = [
     "MemN2N",
     "MemoryHop",
     "MultiHeadAttention",
+    "NTMCell",
     "RotaryEmbedding",
     "ScaledDotScore",
     "SelfAttention",
