@@ -223,9 +223,10 @@ class NTMCell(keras.layers.Layer):
         n, r, w = self.memory_size, self.read_heads, self.write_heads
         logits = outputs[..., : self.units]
         rest = outputs[..., self.units :]
-        lead = tuple(outputs.shape[:-1])
-        reads = ops.reshape(rest[..., : r * n], (*lead, r, n))
-        writes = ops.reshape(rest[..., r * n : (r + w) * n], (*lead, w, n))
+        # A Reshape layer, so symbolic outputs with unknown batch and time work too.
+        middle = (-1,) * (len(outputs.shape) - 2)
+        reads = keras.layers.Reshape((*middle, r, n))(rest[..., : r * n])
+        writes = keras.layers.Reshape((*middle, w, n))(rest[..., r * n : (r + w) * n])
         return logits, reads, writes
 
     def get_config(self):

@@ -67,7 +67,8 @@ def trainable_gradients(model, inputs, target):
         with tf.GradientTape() as tape:
             loss = loss_of(model(inputs, training=True))
         grads = tape.gradient(loss, model.trainable_variables)
-        return [None if g is None else np.asarray(g) for g in grads]
+        # An embedding lookup's gradient is an IndexedSlices: densify it.
+        return [None if g is None else np.asarray(tf.convert_to_tensor(g)) for g in grads]
     if backend == "jax":
         import jax
 
