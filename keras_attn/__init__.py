@@ -8,6 +8,7 @@ from keras_attn.bahdanau import BahdanauAttention
 from keras_attn.luong import LuongAttention
 from keras_attn.memory import MemN2N, MemoryHop, NTMCell
 from keras_attn.multi_head import MultiHeadAttention
+from keras_attn.pointer import PointerAttention
 from keras_attn.positional import (
     ALiBiBias,
     LearnedPositionEmbedding,
@@ -56,6 +57,7 @@ __all__ = [
     "MemoryHop",
     "MultiHeadAttention",
     "NTMCell",
+    "PointerAttention",
     "RotaryEmbedding",
     "ScaledDotScore",
     "SelfAttention",

@@ -1,0 +1,122 @@
+"""Attention as a pointer to an input position (Vinyals, Fortunato & Jaitly, 2015).
+
+A pointer network keeps only the first step of additive attention, the scores
+
+    u_j = vᵀ tanh(W₁ e_j + W₂ d)
+
+over the encoder states `e_j` for a decoder state `d`, and uses `softmax(u)` as the
+output distribution over input positions. Here the scores can be clipped,
+`C · tanh(u)` (Bello et al. 2016), after `glimpses` attention read-outs have
+refined the query (`d ← Σ_j softmax(u^g)_j e_j`, Vinyals, Bengio & Kudlur 2016,
+"Order Matters"), and positions that are padding or already chosen are excluded,
+so a decoder that samples from the result emits a permutation or a valid subset.
+"""
+
+import keras
+from keras import ops
+
+from keras_attn import _validation
+from keras_attn.ops import masked_log_softmax, masked_softmax, weighted_sum
+from keras_attn.scores import AdditiveScore
+
+_PACKAGE = "keras_attn"
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class PointerAttention(keras.layers.Layer):
+    """Log-probabilities over input positions: `log softmax_j(C tanh(vᵀ tanh(W₁e_j + W₂d)))`.
+
+    Args:
+        units: the hidden size of the additive scores.
+        glimpses: number of attention read-outs that refine the query first (0:
+            the plain pointer of Vinyals et al. 2015).
+        logit_clip: `C` of `C · tanh(u)` (`None`: no clipping).
+        **kwargs: standard `keras.layers.Layer` arguments.
+
+    Call arguments:
+        query: the decoder state `d`, `(B, dq)`.
+        keys: the encoder states `e`, `(B, T, dk)`.
+        mask: optional `(B, T)` booleans, true at real (non-padding) positions.
+        chosen: optional `(B, T)` booleans, true at positions already emitted;
+            they get probability 0.
+        precomputed_keys: optional list from `precompute_keys(keys)` (`W₁ e` for
+            the pointer and for each glimpse), to pay for it once per sequence.
+
+    Returns:
+        `(B, T)` float32 log-probabilities (float32 under mixed precision too: they
+        feed losses and beam search). Excluded positions get a large
+        negative, finite value (never `-inf`, so sums and gradients stay
+        finite); a row with no allowed position is all that value.
+
+    Example:
+    >>> layer = PointerAttention(units=16, glimpses=1, logit_clip=10.0)
+    >>> log_probs = layer(np.ones((2, 8)), np.random.rand(2, 5, 8))
+    >>> tuple(log_probs.shape)
+    (2, 5)
+    """
+
+    def __init__(self, units, glimpses=0, logit_clip=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or units < 1:
+            raise ValueError(f"`units` must be a positive int; received {units!r}.")
+        if not isinstance(glimpses, int) or glimpses < 0:
+            raise ValueError(f"`glimpses` must be an int ≥ 0; received {glimpses!r}.")
+        if logit_clip is not None and not logit_clip > 0:
+            raise ValueError(f"`logit_clip` must be positive or None; received {logit_clip!r}.")
+        self.units = units
+        self.glimpses = glimpses
+        self.logit_clip = logit_clip
+        self.glimpse_scores = [
+            AdditiveScore(units, dtype=self.dtype_policy, name=f"glimpse_{i}")
+            for i in range(glimpses)
+        ]
+        self.pointer_score = AdditiveScore(units, dtype=self.dtype_policy, name="pointer")
+        # The padding mask is an argument; the output (scores over positions) has none.
+        self.supports_masking = True
+
+    def build(self, query_shape, keys_shape, mask_shape=None, chosen_shape=None,
+              precomputed_keys_shape=None):
+        _validation.check_rank("query", query_shape, 2, self.name)
+        _validation.check_rank("keys", keys_shape, 3, self.name)
+        query_shape = tuple(query_shape)
+        for score in self.glimpse_scores:
+            score.build(query_shape, tuple(keys_shape))
+            query_shape = (query_shape[0], keys_shape[-1])
+        self.pointer_score.build(query_shape, tuple(keys_shape))
+        self.built = True
+
+    def precompute_keys(self, keys):
+        """`[W₁ e for each glimpse …, W₁ e for the pointer]`."""
+        return [score.precompute_keys(keys) for score in (*self.glimpse_scores,
+                                                          self.pointer_score)]
+
+    def call(self, query, keys, mask=None, chosen=None, precomputed_keys=None):
+        _validation.check_rank("query", query.shape, 2, self.name)
+        _validation.check_rank("keys", keys.shape, 3, self.name)
+        expected = [(keys.shape[0], keys.shape[1])]
+        _validation.check_mask("mask", mask, expected, self.name)
+        _validation.check_mask("chosen", chosen, expected, self.name)
+        allowed = None
+        if mask is not None:
+            allowed = ops.cast(mask, "bool")
+        if chosen is not None:
+            free = ops.logical_not(ops.cast(chosen, "bool"))
+            allowed = free if allowed is None else ops.logical_and(allowed, free)
+        projected = precomputed_keys or self.precompute_keys(keys)
+        for score, glimpse_keys in zip(self.glimpse_scores, projected[:-1], strict=True):
+            weights = masked_softmax(score.score(query[:, None], glimpse_keys)[:, 0], allowed)
+            query = weighted_sum(weights[:, None], keys)[:, 0]
+        logits = self.pointer_score.score(query[:, None], projected[-1])[:, 0]
+        if self.logit_clip is not None:
+            logits = self.logit_clip * ops.tanh(logits)
+        return masked_log_softmax(logits, allowed)
+
+    def compute_mask(self, query, keys, mask=None, chosen=None, precomputed_keys=None):
+        return None
+
+    def compute_output_shape(self, query_shape, keys_shape, *args, **kwargs):
+        return (keys_shape[0], keys_shape[1])
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "glimpses": self.glimpses,
+                "logit_clip": self.logit_clip}
