@@ -52,6 +52,33 @@ def write_atomically(model_root, write_fn):
         raise
 
 
+def write_export(export_root, name, archive, model, meta, vocabularies, run_files=()):
+    """Writes `archive` as the next version of `export_root/name`, atomically.
+
+    `assets.extra/` gets what fine-tuning and `evaluate` need: the `.keras`
+    model, each `{file name: Vocabulary}`, `meta.json`, and the `run_files`
+    (paths of files or folders from the run directory) that exist.
+    """
+
+    def write(tmp):
+        archive.write_out(tmp, verbose=False)
+        extra = os.path.join(tmp, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        model.save(os.path.join(extra, "model.keras"))
+        for file_name, vocab in vocabularies.items():
+            vocab.save(os.path.join(extra, file_name))
+        with open(os.path.join(extra, "meta.json"), "w") as f:
+            json.dump(meta, f, indent=2)
+        for path in run_files:
+            target = os.path.join(extra, os.path.basename(path))
+            if os.path.isdir(path):
+                shutil.copytree(path, target)
+            elif os.path.exists(path):
+                shutil.copy(path, target)
+
+    return write_atomically(os.path.join(export_root, name), write)
+
+
 def lookup_table(vocab_tokens):
     """token → id table; unseen tokens → `[UNK]`."""
     return tf.lookup.StaticHashTable(
@@ -138,19 +165,11 @@ def export_translator(model, source_vocab, target_vocab, meta, export_root, name
         "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
     )
 
-    def write(tmp):
-        archive.write_out(tmp, verbose=False)
-        extra = os.path.join(tmp, "assets.extra")
-        os.makedirs(extra, exist_ok=True)
-        model.save(os.path.join(extra, "model.keras"))
-        source_vocab.save(os.path.join(extra, "source_vocab.json"))
-        target_vocab.save(os.path.join(extra, "target_vocab.json"))
-        with open(os.path.join(extra, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2)
-        if run_dir and os.path.exists(os.path.join(run_dir, "test.tsv")):
-            shutil.copy(os.path.join(run_dir, "test.tsv"), os.path.join(extra, "test.tsv"))
-
-    return write_atomically(os.path.join(export_root, name), write)
+    return write_export(
+        export_root, name, archive, model, meta,
+        {"source_vocab.json": source_vocab, "target_vocab.json": target_vocab},
+        [os.path.join(run_dir, "test.tsv")] if run_dir else (),
+    )
 
 
 def write_serving_config(export_root):
@@ -274,15 +293,7 @@ def export_memn2n(model, vocab, meta, export_root, name, run_dir=None):
         ],
     )
 
-    def write(tmp):
-        archive.write_out(tmp, verbose=False)
-        extra = os.path.join(tmp, "assets.extra")
-        os.makedirs(extra, exist_ok=True)
-        model.save(os.path.join(extra, "model.keras"))
-        vocab.save(os.path.join(extra, "vocab.json"))
-        with open(os.path.join(extra, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2)
-        if run_dir and os.path.isdir(os.path.join(run_dir, "test")):
-            shutil.copytree(os.path.join(run_dir, "test"), os.path.join(extra, "test"))
-
-    return write_atomically(os.path.join(export_root, name), write)
+    return write_export(
+        export_root, name, archive, model, meta, {"vocab.json": vocab},
+        [os.path.join(run_dir, "test")] if run_dir else (),
+    )

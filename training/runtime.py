@@ -35,6 +35,19 @@ def set_seed(seed):
         torch.manual_seed(seed)
 
 
+def run_callbacks(work_dir, tensorboard=None):
+    """`BackupAndRestore` in `work_dir/backup` (a killed run resumes at its next epoch)
+    and, if asked (by default on the TF backend), TensorBoard logs in `work_dir/logs`."""
+    import keras
+
+    callbacks = [keras.callbacks.BackupAndRestore(os.path.join(work_dir, "backup"))]
+    if tensorboard is None:
+        tensorboard = keras.backend.backend() == "tensorflow"
+    if tensorboard:
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(work_dir, "logs")))
+    return callbacks
+
+
 def export_in_tensorflow(task, run_dir, export_root):
     """Exports on the TensorFlow backend: here if active, else in a subprocess.
 

@@ -231,19 +231,6 @@ def print_figures(title, figures_, names):
 
 
 # -- the task's entry points ------------------------------------------------------------
-def build_callbacks(args, work_dir):
-    """Resume after a kill (BackupAndRestore) and, if asked, TensorBoard logs."""
-    import keras
-
-    callbacks = [keras.callbacks.BackupAndRestore(os.path.join(work_dir, "backup"))]
-    tensorboard = args.tensorboard
-    if tensorboard is None:
-        tensorboard = keras.backend.backend() == "tensorflow"
-    if tensorboard:
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(work_dir, "logs")))
-    return callbacks
-
-
 def fit_model(args, data, callbacks=()):
     """Builds, compiles and fits a model on `data` (from `prepare`) as `args` say.
 
@@ -308,8 +295,10 @@ def train(args):
           f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
           f"vocabulary {len(data['vocab'])}; sentences ≤ {data['sentence_length']} words")
     os.makedirs(args.work_dir, exist_ok=True)
+    from training.runtime import run_callbacks
+
     model, meta, schedule, history, train_seconds = fit_model(
-        args, data, callbacks=build_callbacks(args, args.work_dir)
+        args, data, callbacks=run_callbacks(args.work_dir, args.tensorboard)
     )
     epochs = history.params["epochs"]
     test = splits["test"] or splits["validation"]

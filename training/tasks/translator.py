@@ -268,12 +268,9 @@ def train(args):
         jit_compile=True if args.jit else "auto",
     )
     os.makedirs(args.work_dir, exist_ok=True)
-    callbacks = [keras.callbacks.BackupAndRestore(os.path.join(args.work_dir, "backup"))]
-    tensorboard = args.tensorboard
-    if tensorboard is None:
-        tensorboard = keras.backend.backend() == "tensorflow"
-    if tensorboard:
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(args.work_dir, "logs")))
+    from training.runtime import run_callbacks
+
+    callbacks = run_callbacks(args.work_dir, args.tensorboard)
     x, y, w = to_arrays(data, splits["train"])
     vx, vy, vw = to_arrays(data, splits["validation"])
     start = time.time()
