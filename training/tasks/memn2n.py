@@ -173,12 +173,15 @@ def load_run(run_dir):
 # -- answers and figures --------------------------------------------------------------
 def answer(model, vocab, meta, questions, batch_size=512):
     """(answers, probabilities, hop attention (n, K, N)) from the Keras model."""
+    return _read(model, vocab, arrays(vocab, meta, questions)[0], batch_size)
+
+
+def _read(model, vocab, x, batch_size=512):
     from keras import ops
 
     from models.memn2n import with_attention
 
     reader = with_attention(model)
-    x, _, _ = arrays(vocab, meta, questions)
     logits, attention = reader.predict(x, batch_size=batch_size, verbose=0)
     probs = ops.convert_to_numpy(ops.softmax(ops.convert_to_tensor(logits), axis=-1))
     best = probs.argmax(-1)
@@ -189,8 +192,8 @@ def figures(model, vocab, meta, questions):
     """Per-task accuracy and error, and how often attention finds the support."""
     if not questions:
         return {}
-    answers, _, attention = answer(model, vocab, meta, questions)
-    _, _, slots = arrays(vocab, meta, questions)
+    x, _, slots = arrays(vocab, meta, questions)
+    answers, _, attention = _read(model, vocab, x)
     correct = np.array([a == babi.normalize_answer(q.answer)
                         for a, q in zip(answers, questions, strict=True)])
     tasks = np.array([q.task for q in questions])
