@@ -16,6 +16,8 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
@@ -97,6 +99,14 @@ def build_parser():
     predict.add_argument("--story", nargs="+", help="memn2n: the story's sentences, oldest first")
     predict.add_argument("--story-file", help="memn2n: a file of the story's sentences, one a line")
     predict.add_argument("--question", help="memn2n: the question")
+    predict.add_argument("--length", type=int, help="ntm-copy, ntm-repeat-copy: sequence length")
+    predict.add_argument("--repeats", type=int, help="ntm-repeat-copy: the number of copies")
+    predict.add_argument("--items", type=int, help="ntm-associative-recall: the number of items")
+    predict.add_argument("--seed", type=int, default=0, help="ntm-*: the generated example's seed")
+    predict.add_argument(
+        "--sequence-file",
+        help="ntm-*: run this sequence instead (.npy, or text: a step a line) and print the output",
+    )
     predict.add_argument("--plot", help="save a figure of the attention here (needs matplotlib)")
 
     config = commands.add_parser("serving-config", help="write saved_models/models.config")
@@ -164,6 +174,8 @@ def predict(args):
         return translate(path, args.inputs, args.plot)
     if task == "memn2n":
         return answer_question(path, args)
+    if task.startswith("ntm-"):
+        return run_bit_sequence(path, args)
     raise SystemExit(f"predict: no predictor for task {task!r}")
 
 
@@ -203,6 +215,82 @@ def answer_question(version_dir, args):
                            args.plot)
         print(f"attention saved to {args.plot}")
     return answer
+
+
+def _bit_rows(bits):
+    """`(T, C)` 0/1 → a line per channel, `█` for 1 and `·` for 0."""
+    return ["".join("█" if b else "·" for b in channel) for channel in np.asarray(bits).T]
+
+
+def run_bit_sequence(version_dir, args):
+    """Runs an NTM export on a generated example (or `--sequence-file`) and prints
+    the output bits and, for an example, the bit errors."""
+    import tensorflow as tf
+
+    from training.tasks import ntm
+
+    meta = export_meta(version_dir)
+    task = ntm.TASKS[meta["task"]]
+    given = {"length": args.length, "repeats": args.repeats, "items": args.items}
+    extra = [f"--{k}" for k, v in given.items() if v is not None and k not in task.example]
+    if extra:
+        raise SystemExit(f"predict: {task.name} takes {[f'--{k}' for k in task.example]}; "
+                         f"received {extra}")
+    try:
+        if args.sequence_file:
+            sequence, target = ntm.read_sequence(args.sequence_file, meta["input_bits"]), None
+            label = args.sequence_file
+        else:
+            (sequence, target), params = ntm.example(
+                task, args.seed, **{k: given[k] for k in task.example}
+            )
+            label = ", ".join(f"{k} {v}" for k, v in params.items()) or "the task's layout"
+    except ValueError as error:
+        raise SystemExit(f"predict: {error}") from None
+    serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+    out = {k: v.numpy() for k, v in serve(sequence=tf.constant(sequence)).items()}
+    probabilities = out["output"][0]
+    print(f"{task.name} ({label}): {sequence.shape[1]} steps")
+    if target is None:
+        print("output bits (a line per channel):")
+        for row in _bit_rows(probabilities > 0.5):
+            print("  " + row)
+        return probabilities
+    counted = target[0, :, -1] > 0
+    expected, got = target[0, counted, :-1], probabilities[counted] > 0.5
+    errors = int(np.sum(expected != got))
+    print(f"bit errors: {errors} of {expected.size} output bits")
+    for name, bits in (("target", expected), ("output", got)):
+        print(f"{name}:")
+        for row in _bit_rows(bits):
+            print("  " + row)
+    if args.plot:
+        plot_ntm(sequence[0], target[0, :, :-1], probabilities, out["write_weightings"][0],
+                 out["read_weightings"][0], f"{task.name}: {label}, {errors} bit errors",
+                 args.plot)
+        print(f"figure saved to {args.plot}")
+    return errors
+
+
+def plot_ntm(inputs, target, output, writes, reads, title, path):
+    """As Graves et al. Fig. 6: inputs, targets and outputs (channels down), then the
+    first write and read head's weightings (memory rows down), time across."""
+    plt = _pyplot()
+    panels = [("inputs", inputs), ("targets", target), ("outputs", output),
+              ("write weightings", writes[:, 0]), ("read weightings", reads[:, 0])]
+    heights = [1, 1, 1, 2, 2]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6, 0.12 * len(inputs) + 2), 9),
+                             sharex=True, gridspec_kw={"height_ratios": heights})
+    for ax, (name, image) in zip(axes, panels, strict=True):
+        ax.imshow(np.asarray(image).T, cmap="gray_r", aspect="auto", interpolation="nearest",
+                  vmin=0.0, vmax=1.0)
+        ax.set_ylabel(name, fontsize=8)
+        ax.set_yticks([])
+    axes[-1].set_xlabel("time step")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def plot_hop_attention(sentences, attention, question, answer, path):

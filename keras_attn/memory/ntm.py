@@ -163,11 +163,16 @@ class NTMCell(keras.layers.Layer):
             [ops.zeros((batch_size, self.controller_units), dtype)] * 2
             if self.controller == "lstm" else []
         )
+        # Every head starts focused on row 0. A constant memory makes content
+        # weightings uniform, and a uniform (or zero) previous weighting stays
+        # uniform under shifting, so heads that start unfocused write every row
+        # alike and the rows never become distinguishable.
+        first_row = ops.one_hot(ops.zeros((batch_size,), "int32"), n, dtype=dtype)[:, None]
         return controller + [
             memory,
             ops.zeros((batch_size, self.read_heads, d), dtype),
-            ops.zeros((batch_size, self.read_heads, n), dtype),
-            ops.zeros((batch_size, max(self.write_heads, 1), n), dtype),
+            ops.repeat(first_row, self.read_heads, axis=1),
+            ops.repeat(first_row, max(self.write_heads, 1), axis=1),
         ]
 
     def _head_parameters(self, params, heads, offset):

@@ -1,15 +1,47 @@
-"""The NTM's algorithmic tasks (Graves et al. 2014 §4), generated from a seed.
+"""The NTM's algorithmic tasks (Graves, Wayne & Danihelka 2014, §4), generated from a seed.
 
-Each generator returns `(inputs, targets)`: `inputs (B, T, input_bits)` float32
-and `targets (B, T, bits + 1)`, the target bits followed by a channel that is 1 on
-the steps the cost counts (the output part). Batches are padded with zero steps
-to a fixed `T` (`total_steps`) so a compiled step is reused whatever the length.
+Each generator returns `(inputs, targets)`: `inputs (B, T, input_bits)` float32 and
+`targets (B, T, output_bits + 1)`, the target bits followed by a channel that is 1 on
+the steps the cost counts (the output part). Every sequence of a batch has the same
+layout; a batch may be padded with zero steps at the end to `total_steps`, so a
+compiled training step can be reused for several lengths.
 
-* copy: `L` random 8-bit vectors (channels 0–7), one delimiter step (channel 8),
-  then `L` zero steps during which the copy is expected.
+* copy (`bits` = 8): `L` random vectors (channels 0–7), a delimiter step
+  (channel 8), then `L` zero steps during which the copy is expected:
+  `T = 2L + 1`, inputs 9 channels, outputs 8.
+* repeat copy: `L` vectors, a delimiter (channel `bits`), one step carrying the
+  repeat count `R` on channel `bits + 1`, normalised to mean 0 and variance 1 over
+  `1 … max_repeats`; then the sequence `R` times and an end marker on output channel
+  `bits`: `T = L + 2 + L·R + 1`, inputs `bits + 2`, outputs `bits + 1`.
+* associative recall (`bits` = 6, items of 3 vectors): each item is a delimiter
+  step (channel `bits`) and its vectors; then a query delimiter (channel
+  `bits + 1`), a copy of one item but the last, the query delimiter again, and
+  the item that followed it is expected: `T = n·(l + 1) + 2l + 2`, inputs
+  `bits + 2`, outputs `bits`.
+* priority sort: 20 random vectors, each with a priority drawn uniformly from
+  [−1, 1] on channel `bits`; a delimiter (channel `bits + 1`); then the 16 vectors
+  of highest priority, highest first: `T = 20 + 1 + 16`, inputs `bits + 2`,
+  outputs `bits`.
 """
 
 import numpy as np
+
+
+def _at_least(name, value, least):
+    if not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"`{name}` must be an int ≥ {least}; received {value!r}.")
+
+
+def _arrays(batch_size, steps, total_steps, input_bits, output_bits):
+    total = steps if total_steps is None else total_steps
+    if total < steps:
+        raise ValueError(f"`total_steps` {total} is shorter than the sequence's {steps} steps.")
+    return (np.zeros((batch_size, total, input_bits), "float32"),
+            np.zeros((batch_size, total, output_bits + 1), "float32"))
+
+
+def _bits(rng, *shape):
+    return rng.integers(0, 2, shape).astype("float32")
 
 
 def copy_steps(length):
@@ -18,16 +50,89 @@ def copy_steps(length):
 
 def copy_batch(rng, batch_size, length, bits=8, total_steps=None):
     """A batch of copy sequences of one `length` (see the module docstring)."""
-    if length < 1:
-        raise ValueError(f"`length` must be ≥ 1; received {length}.")
-    steps = total_steps or copy_steps(length)
-    if steps < copy_steps(length):
-        raise ValueError(f"`total_steps` {steps} < 2·length + 1 = {copy_steps(length)}.")
-    pattern = rng.integers(0, 2, (batch_size, length, bits)).astype("float32")
-    inputs = np.zeros((batch_size, steps, bits + 1), "float32")
+    _at_least("length", length, 1)
+    inputs, targets = _arrays(batch_size, copy_steps(length), total_steps, bits + 1, bits)
+    pattern = _bits(rng, batch_size, length, bits)
     inputs[:, :length, :bits] = pattern
     inputs[:, length, bits] = 1.0
-    targets = np.zeros((batch_size, steps, bits + 1), "float32")
     targets[:, length + 1 : 2 * length + 1, :bits] = pattern
     targets[:, length + 1 : 2 * length + 1, bits] = 1.0
     return inputs, targets
+
+
+def repeat_copy_steps(length, repeats):
+    return length + 2 + length * repeats + 1
+
+
+def normalised_repeats(repeats, max_repeats=10):
+    """`R` scaled to mean 0, variance 1 over the uniform counts `1 … max_repeats`."""
+    mean = (max_repeats + 1) / 2
+    std = np.sqrt((max_repeats**2 - 1) / 12) if max_repeats > 1 else 1.0
+    return (repeats - mean) / std
+
+
+def repeat_copy_batch(rng, batch_size, length, repeats, bits=8, max_repeats=10, total_steps=None):
+    """A batch of repeat-copy sequences of one `length` and one `repeats` count."""
+    _at_least("length", length, 1)
+    _at_least("repeats", repeats, 1)
+    steps = repeat_copy_steps(length, repeats)
+    inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits + 1)
+    pattern = _bits(rng, batch_size, length, bits)
+    inputs[:, :length, :bits] = pattern
+    inputs[:, length, bits] = 1.0
+    inputs[:, length + 1, bits + 1] = normalised_repeats(repeats, max_repeats)
+    start = length + 2
+    targets[:, start : start + length * repeats, :bits] = np.tile(pattern, (1, repeats, 1))
+    targets[:, steps - 1, bits] = 1.0
+    targets[:, start:steps, -1] = 1.0
+    return inputs, targets
+
+
+def associative_recall_steps(items, item_length=3):
+    return items * (item_length + 1) + 2 * item_length + 2
+
+
+def associative_recall_batch(rng, batch_size, items, bits=6, item_length=3, total_steps=None):
+    """A batch of associative-recall sequences with `items` items each."""
+    _at_least("items", items, 2)
+    _at_least("item_length", item_length, 1)
+    steps = associative_recall_steps(items, item_length)
+    inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits)
+    contents = _bits(rng, batch_size, items, item_length, bits)
+    stride = item_length + 1
+    for item in range(items):
+        inputs[:, item * stride, bits] = 1.0
+        inputs[:, item * stride + 1 : (item + 1) * stride, :bits] = contents[:, item]
+    query = rng.integers(0, items - 1, batch_size)
+    rows = np.arange(batch_size)
+    start = items * stride
+    inputs[:, start, bits + 1] = 1.0
+    inputs[:, start + 1 : start + 1 + item_length, :bits] = contents[rows, query]
+    inputs[:, start + 1 + item_length, bits + 1] = 1.0
+    answer = start + 2 + item_length
+    targets[:, answer : answer + item_length, :bits] = contents[rows, query + 1]
+    targets[:, answer : answer + item_length, -1] = 1.0
+    return inputs, targets
+
+
+def priority_sort_steps(inputs=20, outputs=16):
+    return inputs + 1 + outputs
+
+
+def priority_sort_batch(rng, batch_size, inputs=20, outputs=16, bits=8, total_steps=None):
+    """A batch of priority-sort sequences: `inputs` vectors in, the top `outputs` out."""
+    _at_least("inputs", inputs, 1)
+    _at_least("outputs", outputs, 1)
+    if outputs > inputs:
+        raise ValueError(f"`outputs` ({outputs}) must be ≤ `inputs` ({inputs}).")
+    steps = priority_sort_steps(inputs, outputs)
+    x, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits)
+    vectors = _bits(rng, batch_size, inputs, bits)
+    priorities = rng.uniform(-1.0, 1.0, (batch_size, inputs)).astype("float32")
+    x[:, :inputs, :bits] = vectors
+    x[:, :inputs, bits] = priorities
+    x[:, inputs, bits + 1] = 1.0
+    order = np.argsort(-priorities, axis=1, kind="stable")[:, :outputs]
+    targets[:, inputs + 1 : steps, :bits] = np.take_along_axis(vectors, order[..., None], axis=1)
+    targets[:, inputs + 1 : steps, -1] = 1.0
+    return x, targets

@@ -57,7 +57,29 @@ def _memn2n():
     )
 
 
-_FACTORIES = {"translator": _translator, "memn2n": _memn2n}
+def _ntm(name):
+    def factory():
+        from training.tasks import ntm
+
+        return Task(
+            name=name,
+            summary=ntm.TASKS[name].summary,
+            add_arguments=lambda parser: ntm.add_arguments(parser, name),
+            train=ntm.train,
+            evaluate=ntm.evaluate,
+            export=ntm.export,
+        )
+
+    return factory
+
+
+_FACTORIES = {
+    "translator": _translator,
+    "memn2n": _memn2n,
+    **{name: _ntm(name) for name in (
+        "ntm-copy", "ntm-repeat-copy", "ntm-associative-recall", "ntm-priority-sort"
+    )},
+}
 
 
 def names():

@@ -1,0 +1,114 @@
+"""`keras-attn train ntm-*`: the loop, the stop rule, the run directory (any backend,
+no export), and the checks on sequences given to `predict`."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from training import cli
+from training.tasks import ntm
+
+SMALL = ["--memory-size", "16", "--memory-width", "6", "--controller-units", "16",
+         "--batch-size", "4", "--no-export"]
+
+
+def test_trains_through_the_cli_stops_once_converged_and_saves_its_run(tmp_path, capsys):
+    # A target every model meets: the first check converges, and patience 2 stops at the second.
+    work = str(tmp_path / "work")
+    cli.main(["train", "ntm-copy", *SMALL, "--sequences", "40", "--check-every", "4",
+              "--test-sequences", "3", "--target-errors", "1e9", "--patience", "2",
+              "--work-dir", work])
+    printed = capsys.readouterr().out
+    assert "trained on 8 sequences" in printed and "first after 4 sequences" in printed
+    assert "length 40" in printed and "error-free" in printed
+    curve = json.load(open(os.path.join(work, "curve.json")))
+    assert [p["sequences"] for p in curve] == [4, 8]
+    assert all(np.isfinite(p["train_cost_bits"]) for p in curve)
+    meta = json.load(open(os.path.join(work, "meta.json")))
+    assert meta["task"] == "ntm-copy" and meta["memory_size"] == 16
+    assert set(meta["figures"]["test"]) == set(ntm.TASKS["ntm-copy"].tests)
+    cli.main(["evaluate", "ntm-copy", "--run-dir", work])
+    evaluated = capsys.readouterr().out.splitlines()[1:]
+    assert evaluated == [line for line in printed.splitlines() if "bit errors / sequence" in line]
+
+
+@pytest.mark.parametrize("name", sorted(ntm.TASKS))
+def test_every_task_generates_what_its_model_takes(name):
+    task = ntm.TASKS[name]
+    rng = np.random.default_rng(0)
+    settings = [task.draw(rng) for _ in range(20)] + list(task.validation)
+    settings += list(task.tests.values())
+    for params in settings:
+        x, y = task.batch(rng, 2, params)
+        assert x.shape[1] == task.steps(**params) == y.shape[1]
+        assert x.shape[-1] == task.model["input_bits"]
+        assert y.shape[-1] == task.model["output_bits"] + 1
+        assert y[..., -1].sum() > 0  # something is scored
+    x, _ = ntm.validation_set(task, 0)
+    assert len(x) == len(task.validation) * ntm.VALIDATION_EACH
+
+
+def test_the_training_batches_are_reproducible_and_bucketed():
+    task = ntm.TASKS["ntm-repeat-copy"]
+    x1, y1 = ntm.training_batch(task, 3, 4, check=0, index=2)
+    x2, _ = ntm.training_batch(task, 3, 4, check=0, index=2)
+    np.testing.assert_array_equal(x1, x2)
+    assert x1.shape[1] % ntm.STEP_BUCKET == 0 and y1.shape[1] == x1.shape[1]
+    x3, _ = ntm.training_batch(task, 3, 4, check=1, index=2)  # the next check: new batches
+    assert x3.shape != x1.shape or not np.array_equal(x3, x1)
+
+
+def test_monitor_stops_on_a_non_finite_loss():
+    monitor = ntm.Monitor(target=0.1, patience=3)
+    point = {"validation_bit_errors": 5.0, "validation_cost_bits": 9.0}
+    assert not monitor.record({**point, "train_cost_bits": 9.0})
+    assert monitor.record({**point, "train_cost_bits": float("nan")}) and monitor.diverged
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--sequences", "0"], "`--sequences` must be ≥ 1"),
+    (["--batch-size", "0"], "`--batch-size` must be ≥ 1"),
+])
+def test_bad_training_flags_stop_with_a_clear_message(tmp_path, flags, message):
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["train", "ntm-copy", *SMALL, *flags, "--work-dir", str(tmp_path / "w")])
+
+
+def test_check_sequence_accepts_a_sequence_or_a_batch():
+    assert ntm.check_sequence(np.zeros((5, 9)), 9).shape == (1, 5, 9)
+    assert ntm.check_sequence(np.zeros((2, 5, 9)), 9).dtype == np.float32
+
+
+@pytest.mark.parametrize("sequence, message", [
+    (np.zeros((5, 8)), r"\(steps, 9\).*received shape \(1, 5, 8\)"),
+    (np.zeros((0, 9)), "has no steps"),
+    (np.full((3, 9), np.nan), "NaN or infinite"),
+    (np.zeros(9), r"received shape \(9,\)"),
+])
+def test_check_sequence_refuses_bad_input(sequence, message):
+    with pytest.raises(ValueError, match=message):
+        ntm.check_sequence(sequence, 9)
+
+
+def test_read_sequence_from_text_and_npy(tmp_path):
+    x, _ = ntm.example(ntm.TASKS["ntm-copy"], 0, length=3)[0]
+    text = tmp_path / "seq.txt"
+    np.savetxt(text, x[0], fmt="%d")
+    np.testing.assert_array_equal(ntm.read_sequence(str(text), 9), x)
+    npy = tmp_path / "seq.npy"
+    np.save(npy, x[0])
+    np.testing.assert_array_equal(ntm.read_sequence(str(npy), 9), x)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 0 x\n")
+    with pytest.raises(ValueError, match="cannot read a sequence"):
+        ntm.read_sequence(str(bad), 9)
+
+
+def test_example_uses_the_given_params_and_draws_the_rest():
+    (x, y), params = ntm.example(ntm.TASKS["ntm-repeat-copy"], 5, length=4)
+    assert params["length"] == 4 and 1 <= params["repeats"] <= 10
+    assert x.shape[1] == 4 + 2 + 4 * params["repeats"] + 1
+    with pytest.raises(ValueError, match="`items` must be an int ≥ 2"):
+        ntm.example(ntm.TASKS["ntm-associative-recall"], 0, items=1)

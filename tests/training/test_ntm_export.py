@@ -1,0 +1,180 @@
+"""The NTM export, TensorFlow-only loading and serving, and `predict` (TensorFlow backend)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.training.test_export import _tf_only
+from training.data.algorithmic import copy_batch
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A small copy NTM trained for a few steps, exported."""
+    from training import cli
+
+    root = tmp_path_factory.mktemp("ntm")
+    work, out = str(root / "work"), str(root / "saved_models")
+    cli.main(["train", "ntm-copy", "--memory-size", "16", "--memory-width", "6",
+              "--controller-units", "16", "--batch-size", "4", "--sequences", "8",
+              "--check-every", "4", "--test-sequences", "2", "--patience", "0",
+              "--work-dir", work, "--output-dir", out, "--quiet"])
+    return {"work": work, "export": os.path.join(out, "ntm-copy", "1"), "root": out}
+
+
+def _serve(export, sequence):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(export).signatures["serving_default"]
+    return {k: v.numpy() for k, v in serve(sequence=tf.constant(sequence, tf.float32)).items()}
+
+
+def _keras_outputs(work, sequence):
+    from models.ntm import with_weightings
+    from training.tasks.ntm import load_run
+
+    model, _ = load_run(work)
+    return [np.asarray(t) for t in with_weightings(model).predict(sequence, verbose=0)]
+
+
+def test_export_layout(trained):
+    extra = os.path.join(trained["export"], "assets.extra")
+    assert os.path.exists(os.path.join(trained["export"], "saved_model.pb"))
+    for name in ("model.keras", "meta.json", "curve.json"):
+        assert os.path.exists(os.path.join(extra, name)), name
+    meta = json.load(open(os.path.join(extra, "meta.json")))
+    assert meta["task"] == "ntm-copy" and meta["input_bits"] == 9
+
+
+def test_tensorflow_only_process_matches_keras_beyond_the_trained_lengths(trained, tmp_path):
+    # Trained on lengths 1–20 (41 steps): serve length 60, 121 steps.
+    x, _ = copy_batch(np.random.default_rng(5), 3, 60)
+    path = tmp_path / "x.npy"
+    np.save(path, x)
+    out = _tf_only(f"""
+        import json
+        import numpy as np
+        try:
+            import keras_attn
+            raise SystemExit("keras_attn should not be importable here")
+        except ImportError:
+            pass
+        import tensorflow as tf
+        serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
+        out = serve(sequence=tf.constant(np.load({str(path)!r})))
+        np.savez({str(tmp_path / 'out.npz')!r}, **{{k: v.numpy() for k, v in out.items()}})
+        print(sorted(out))
+    """, tmp_path)
+    assert "['output', 'read_weightings', 'valid', 'write_weightings']" in out
+    got = np.load(tmp_path / "out.npz")
+    probabilities, reads, writes = _keras_outputs(trained["work"], x)
+    assert got["output"].shape == (3, 121, 8) and got["write_weightings"].shape == (3, 121, 1, 16)
+    np.testing.assert_allclose(got["output"], probabilities, atol=1e-5)
+    np.testing.assert_allclose(got["read_weightings"], reads, atol=1e-5)
+    np.testing.assert_allclose(got["write_weightings"], writes, atol=1e-5)
+    np.testing.assert_allclose(got["write_weightings"].sum(-1), 1.0, atol=1e-4)
+    assert got["valid"].all()
+
+
+def test_session_loader_as_tf_serving_does(trained, tmp_path):
+    out = _tf_only(f"""
+        import numpy as np
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
+            sig = meta.signature_def["serving_default"]
+            feed = {{sig.inputs["sequence"].name: np.zeros((2, 7, 9), np.float32)}}
+            fetch = {{k: v.name for k, v in sig.outputs.items()}}
+            result = sess.run(fetch, feed)
+        print(sorted(fetch), result["output"].shape, result["read_weightings"].shape)
+    """, tmp_path)
+    assert "['output', 'read_weightings', 'valid', 'write_weightings'] (2, 7, 8) (2, 7, 1, 16)" in out
+
+
+def test_saved_model_cli_run(trained):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
+         "--signature_def", "serving_default", "--input_exprs",
+         "sequence=" + str([[[0.0] * 8 + [1.0]] * 5])],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "output" in result.stdout and "write_weightings" in result.stdout
+
+
+def test_bad_inputs_have_defined_results_at_the_signature(trained):
+    x, _ = copy_batch(np.random.default_rng(1), 2, 4)
+    clean = _serve(trained["export"], x)
+    x[0, 2, 3] = np.nan
+    out = _serve(trained["export"], x)
+    np.testing.assert_array_equal(out["valid"], [False, True])
+    for key in ("output", "read_weightings", "write_weightings"):
+        assert np.all(out[key][0] == 0), key  # the sequence with a NaN is not run
+        np.testing.assert_allclose(out[key][1], clean[key][1], atol=1e-6)  # the other is
+    x[1, 0, 0] = np.inf
+    assert not _serve(trained["export"], x)["valid"].any()
+    empty = _serve(trained["export"], np.zeros((2, 0, 9), np.float32))
+    assert empty["output"].shape == (2, 0, 8) and empty["write_weightings"].shape == (2, 0, 1, 16)
+    assert empty["valid"].all()
+    import tensorflow as tf
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="9 channels a step"):
+        _serve(trained["export"], np.zeros((1, 5, 8), np.float32))
+
+
+def test_predict_prints_bit_errors_and_plots(trained, tmp_path, capsys):
+    from training import cli
+
+    plot = str(tmp_path / "ntm.png")
+    cli.main(["predict", os.path.dirname(trained["export"]), "--length", "6",
+                       "--plot", plot])
+    printed = capsys.readouterr().out
+    assert "ntm-copy (length 6): 13 steps" in printed
+    assert "bit errors: " in printed and " of 48 output bits" in printed
+    assert os.path.getsize(plot) > 1000
+    sequence = tmp_path / "seq.txt"
+    np.savetxt(sequence, copy_batch(np.random.default_rng(0), 1, 3)[0][0], fmt="%d")
+    cli.main(["predict", trained["export"], "--sequence-file", str(sequence)])
+    printed = capsys.readouterr().out
+    assert "output bits (a line per channel):" in printed and "7 steps" in printed
+
+
+@pytest.mark.parametrize("rows, flags, message", [
+    (np.zeros((4, 8)), [], r"\(steps, 9\)"),
+    (np.full((4, 9), np.nan), [], "NaN or infinite"),
+    (np.zeros((0, 9)), [], "has no steps"),
+    (None, ["--items", "3"], r"takes \['--length'\]"),
+    (None, ["--length", "0"], "`length` must be an int ≥ 1"),
+])
+def test_predict_refuses_bad_input_clearly(trained, tmp_path, rows, flags, message):
+    from training import cli
+
+    if rows is not None:
+        path = tmp_path / "seq.npy"
+        np.save(path, rows)
+        flags = ["--sequence-file", str(path)]
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["predict", trained["export"], *flags])
+
+
+def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
+    from training import cli
+
+    cli.main(["evaluate", "ntm-copy", "--run-dir", trained["work"]])
+    on_run = capsys.readouterr().out
+    cli.main(["evaluate", "ntm-copy", "--run-dir",
+              os.path.join(trained["export"], "assets.extra")])
+    assert on_run.splitlines()[1:] == capsys.readouterr().out.splitlines()[1:]
+    assert "length 40" in on_run

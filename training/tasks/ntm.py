@@ -1,0 +1,419 @@
+"""The neural Turing machine tasks: `ntm-copy`, `ntm-repeat-copy`,
+`ntm-associative-recall` and `ntm-priority-sort` (Graves et al. 2014, §4).
+
+Every batch is generated from the seed (`training.data.algorithmic`), so there is
+no dataset to ship and no epoch: training runs until `--sequences` have been seen,
+checking the mean bit errors on a fixed validation set every `--check-every`
+sequences, and stops early once they have stayed below `--target-errors` for
+`--patience` checks in a row. The learning curve (cost and bit errors against
+sequences seen) is saved with the run.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+from training.data import algorithmic
+
+EXPORT_ROOT = "saved_models"
+# Sequences are padded to a multiple of this many steps: one compiled step per
+# bucket instead of one per length (or one for the longest, three times slower).
+STEP_BUCKET = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class BitTask:
+    """One NTM task.
+
+    Attributes:
+        name: the registry name.
+        summary: one line for `--help`.
+        make: `fn(rng, batch_size, total_steps=None, **params) → (inputs, targets)`.
+        steps: `fn(**params) → T`.
+        draw: `fn(rng) → params` for one training batch.
+        validation: the params of the convergence check (each gets `VALIDATION_EACH`
+            sequences).
+        tests: `{label: params}`, the figures reported after training.
+        model: `models.ntm.NTMConfig` fields that differ from its defaults.
+        sequences: the default training budget.
+        example: the flag → param names `predict` accepts (`--length` → `length`).
+    """
+
+    name: str
+    summary: str
+    make: Callable
+    steps: Callable
+    draw: Callable
+    validation: tuple
+    tests: dict
+    model: dict
+    sequences: int
+    example: tuple
+
+    def batch(self, rng, batch_size, params, total_steps=None):
+        return self.make(rng, batch_size, total_steps=total_steps, **params)
+
+
+def _uniform(name, low, high):
+    return lambda rng: {name: int(rng.integers(low, high + 1))}
+
+
+TASKS = {
+    "ntm-copy": BitTask(
+        name="ntm-copy",
+        summary="NTM copy: 8-bit vectors, lengths 1–20 (tested to length 50)",
+        make=algorithmic.copy_batch,
+        steps=algorithmic.copy_steps,
+        draw=_uniform("length", 1, 20),
+        validation=tuple({"length": n} for n in range(1, 21)),
+        tests={f"length {n}": {"length": n} for n in (10, 20, 30, 40, 50)},
+        model={"input_bits": 9, "output_bits": 8},
+        sequences=50_000,
+        example=("length",),
+    ),
+    "ntm-repeat-copy": BitTask(
+        name="ntm-repeat-copy",
+        summary="NTM repeat copy: lengths 1–10, 1–10 repeats, then an end marker",
+        make=algorithmic.repeat_copy_batch,
+        steps=algorithmic.repeat_copy_steps,
+        draw=lambda rng: {"length": int(rng.integers(1, 11)), "repeats": int(rng.integers(1, 11))},
+        validation=tuple({"length": n, "repeats": r} for n in (1, 4, 7, 10) for r in (1, 4, 7, 10)),
+        tests={
+            "length 5 × 5": {"length": 5, "repeats": 5},
+            "length 10 × 10": {"length": 10, "repeats": 10},
+            "length 10 × 15": {"length": 10, "repeats": 15},
+            "length 15 × 10": {"length": 15, "repeats": 10},
+        },
+        model={"input_bits": 10, "output_bits": 9},
+        sequences=100_000,
+        example=("length", "repeats"),
+    ),
+    "ntm-associative-recall": BitTask(
+        name="ntm-associative-recall",
+        summary="NTM associative recall: items of 3 six-bit vectors, 2–6 items (tested to 12)",
+        make=algorithmic.associative_recall_batch,
+        steps=algorithmic.associative_recall_steps,
+        draw=_uniform("items", 2, 6),
+        validation=tuple({"items": n} for n in range(2, 7)),
+        tests={f"{n} items": {"items": n} for n in (6, 8, 12, 15)},
+        model={"input_bits": 8, "output_bits": 6},
+        sequences=200_000,
+        example=("items",),
+    ),
+    "ntm-priority-sort": BitTask(
+        name="ntm-priority-sort",
+        summary="NTM priority sort: 20 vectors with priorities in [−1, 1] → the top 16 in order",
+        make=algorithmic.priority_sort_batch,
+        steps=algorithmic.priority_sort_steps,
+        draw=lambda rng: {},
+        validation=({},),
+        tests={"20 → 16": {}},
+        model={"input_bits": 10, "output_bits": 8, "read_heads": 5, "write_heads": 5},
+        sequences=100_000,
+        example=(),
+    ),
+}
+VALIDATION_EACH = 16
+
+
+def bucketed(steps):
+    return STEP_BUCKET * math.ceil(steps / STEP_BUCKET)
+
+
+def add_arguments(parser, task_name):
+    task = TASKS[task_name]
+    model = parser.add_argument_group("model (defaults: Graves et al. 2014, LSTM controller)")
+    model.add_argument("--memory-size", type=int, default=128, help="N, memory rows")
+    model.add_argument("--memory-width", type=int, default=20, help="D, a row's size")
+    model.add_argument("--read-heads", type=int, default=task.model.get("read_heads", 1))
+    model.add_argument("--write-heads", type=int, default=task.model.get("write_heads", 1))
+    model.add_argument("--controller", choices=("lstm", "feedforward"), default="lstm")
+    model.add_argument("--controller-units", type=int, default=100)
+    model.add_argument("--shift-range", type=int, default=1)
+    model.add_argument("--memory-init", choices=("constant", "learned", "random"),
+                       default="constant")
+    fit = parser.add_argument_group("training")
+    fit.add_argument("--sequences", type=int, default=task.sequences,
+                     help="the training budget, in sequences")
+    fit.add_argument("--batch-size", type=int, default=8)
+    fit.add_argument("--learning-rate", type=float, default=3e-4, help="RMSprop, momentum 0.9")
+    fit.add_argument("--clipnorm", type=float, default=10.0)
+    fit.add_argument("--check-every", type=int, default=1000, help="sequences between checks")
+    fit.add_argument("--target-errors", type=float, default=0.1,
+                     help="converged: mean bit errors per validation sequence below this")
+    fit.add_argument("--patience", type=int, default=3,
+                     help="stop after this many converged checks in a row (0: never stop early)")
+    fit.add_argument("--test-sequences", type=int, default=1000, help="per figure after training")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
+    fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
+    out = parser.add_argument_group("output")
+    out.add_argument("--output-dir", default=EXPORT_ROOT,
+                     help=f"export root: writes OUTPUT_DIR/{task_name}/<next version>/")
+    out.add_argument("--work-dir", default=os.path.join("runs", task_name))
+    out.add_argument("--no-export", action="store_true")
+    out.add_argument("--quiet", action="store_true", help="no per-check lines")
+
+
+def model_config(task, args):
+    from models.ntm import NTMConfig
+
+    return NTMConfig(
+        input_bits=task.model["input_bits"],
+        output_bits=task.model["output_bits"],
+        memory_size=args.memory_size,
+        memory_width=args.memory_width,
+        read_heads=args.read_heads,
+        write_heads=args.write_heads,
+        controller=args.controller,
+        controller_units=args.controller_units,
+        shift_range=args.shift_range,
+        memory_init=args.memory_init,
+    )
+
+
+def validation_set(task, seed):
+    """One array pair: every validation setting, padded to the longest."""
+    rng = np.random.default_rng((seed, 1))
+    longest = max(task.steps(**p) for p in task.validation)
+    pairs = [task.batch(rng, VALIDATION_EACH, p, longest) for p in task.validation]
+    return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
+
+
+def errors_and_cost(model, x, y, batch_size=500):
+    """Per sequence: (bit errors, cost in bits), from the Keras model."""
+    from keras import ops
+
+    from models.ntm import bit_errors, bits_per_sequence
+
+    logits = model.predict(x, batch_size=batch_size, verbose=0)
+    logits = ops.convert_to_tensor(np.asarray(logits, "float32"))
+    target = ops.convert_to_tensor(y)
+    return (ops.convert_to_numpy(bit_errors(target, logits)),
+            ops.convert_to_numpy(bits_per_sequence(target, logits)))
+
+
+def summarize(errors, cost):
+    return {"n": int(len(errors)), "bit_errors": float(np.mean(errors)),
+            "error_free": float(np.mean(errors == 0)), "cost_bits": float(np.mean(cost))}
+
+
+def figures(model, task, seed, sequences=1000):
+    """The task's test figures on `sequences` fresh sequences per setting (seeded
+    apart from training and validation)."""
+    rng = np.random.default_rng((seed, 2))
+    longest = max(task.steps(**params) for params in task.tests.values())
+    # One padded array, so one compiled prediction serves every setting (steps
+    # after a sequence's end change nothing before it).
+    pairs = [task.batch(rng, sequences, params, longest) for params in task.tests.values()]
+    errors, cost = errors_and_cost(model, np.concatenate([x for x, _ in pairs]),
+                                   np.concatenate([y for _, y in pairs]))
+    return {
+        label: {"params": params,
+                **summarize(errors[i * sequences : (i + 1) * sequences],
+                            cost[i * sequences : (i + 1) * sequences])}
+        for i, (label, params) in enumerate(task.tests.items())
+    }
+
+
+def print_figures(figures_):
+    for label, entry in figures_.items():
+        print(f"  {label:<16} bit errors / sequence {entry['bit_errors']:7.3f}   "
+              f"error-free {100 * entry['error_free']:5.1f} %   cost {entry['cost_bits']:8.3f} "
+              f"bits   (n={entry['n']})")
+
+
+def training_batch(task, seed, batch_size, check, index):
+    """The `index`-th batch of check `check`: reproducible from the seed, padded to
+    its step bucket."""
+    rng = np.random.default_rng((seed, 0, check, index))
+    params = task.draw(rng)
+    return task.batch(rng, batch_size, params, bucketed(task.steps(**params)))
+
+
+class Monitor:
+    """The learning curve, one point a check, and the stop rule: converged for
+    `patience` checks in a row, or a loss that is not finite."""
+
+    def __init__(self, target, patience):
+        self.target, self.patience = target, patience
+        self.curve, self.converged_at, self.diverged, self._streak = [], None, False, 0
+
+    def record(self, point):
+        """Adds a point; returns whether to stop."""
+        self.curve.append(point)
+        finite = math.isfinite(point["train_cost_bits"]) and math.isfinite(
+            point["validation_cost_bits"])
+        self.diverged = self.diverged or not finite
+        below = point["validation_bit_errors"] < self.target
+        self._streak = self._streak + 1 if below else 0
+        if below and self.converged_at is None:
+            self.converged_at = point
+        return self.diverged or bool(self.patience and self._streak >= self.patience)
+
+
+def fit_model(task, args):
+    """Builds, compiles and trains; returns `(model, meta, monitor, seconds)`.
+
+    A loop of `train_on_batch`, not `fit`: each batch has its own number of steps,
+    which `fit` on TensorFlow cannot take from a generator (it fixes the shapes it
+    saw in the first two batches).
+    """
+    import keras
+
+    from models.ntm import build_ntm, compile_ntm
+
+    for name in ("sequences", "batch_size", "check_every"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
+                             f"{getattr(args, name)}")
+    config = model_config(task, args)
+    model = compile_ntm(build_ntm(config), learning_rate=args.learning_rate,
+                        clipnorm=args.clipnorm, jit_compile=args.jit)
+    batches_per_check = max(1, args.check_every // args.batch_size)
+    check_every = batches_per_check * args.batch_size
+    x, y = validation_set(task, args.seed)
+    monitor = Monitor(args.target_errors, args.patience)
+    start = time.time()
+    for check in range(math.ceil(args.sequences / check_every)):
+        model.reset_metrics()
+        for index in range(batches_per_check):
+            logs = model.train_on_batch(
+                *training_batch(task, args.seed, args.batch_size, check, index), return_dict=True
+            )
+        errors, cost = errors_and_cost(model, x, y)
+        point = {"sequences": (check + 1) * check_every,
+                 "train_cost_bits": float(logs["loss"]),  # the mean over the check
+                 "validation_bit_errors": float(np.mean(errors)),
+                 "validation_cost_bits": float(np.mean(cost)), "seconds": time.time() - start}
+        stop = monitor.record(point)
+        if not args.quiet:
+            print(f"  {point['sequences']:>7} sequences  cost {point['train_cost_bits']:8.3f} "
+                  f"bits  validation bit errors {point['validation_bit_errors']:7.3f}  "
+                  f"({point['seconds']:.0f} s)", flush=True)
+        if stop:
+            break
+    meta = {"task": task.name, "backend": keras.backend.backend(),
+            "batch_size": args.batch_size, "learning_rate": args.learning_rate,
+            "seed": args.seed, **dataclasses.asdict(config)}
+    return model, meta, monitor, time.time() - start
+
+
+def save_run(work_dir, model, meta, curve):
+    model.save(os.path.join(work_dir, "model.keras"))
+    with open(os.path.join(work_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    with open(os.path.join(work_dir, "curve.json"), "w") as f:
+        json.dump(curve, f, indent=1)
+
+
+def load_run(run_dir):
+    import keras
+
+    import models.ntm  # noqa: F401  (registers the layers)
+
+    with open(os.path.join(run_dir, "meta.json")) as f:
+        meta = json.load(f)
+    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False,
+                                    safe_mode=True)
+    return model, meta
+
+
+def train(args):
+    import keras
+
+    from training.runtime import export_in_tensorflow, set_seed
+
+    task = TASKS[args.task]
+    if args.mixed_precision:
+        keras.config.set_dtype_policy("mixed_float16")
+    set_seed(args.seed)
+    os.makedirs(args.work_dir, exist_ok=True)
+    print(f"{task.name}: {task.summary}; up to {args.sequences} sequences, batch "
+          f"{args.batch_size}, on {keras.backend.backend()}", flush=True)
+    model, meta, monitor, seconds = fit_model(task, args)
+    seen = monitor.curve[-1]["sequences"] if monitor.curve else 0
+    results = {
+        "sequences": seen,
+        "train_seconds": seconds,
+        "converged_at": monitor.converged_at,
+        "diverged": monitor.diverged,
+        "test": figures(model, task, args.seed, args.test_sequences),
+    }
+    meta["figures"], meta["test_sequences"] = results, args.test_sequences
+    save_run(args.work_dir, model, meta, monitor.curve)
+    reached = monitor.converged_at
+    print(f"trained on {seen} sequences in {seconds:.0f} s; " + (
+        f"validation bit errors < {args.target_errors} first after {reached['sequences']} "
+        "sequences" if reached else f"validation bit errors never < {args.target_errors}"
+    ) + ("; stopped: the loss was not finite" if monitor.diverged else ""))
+    print(f"test ({args.test_sequences} fresh sequences each):")
+    print_figures(results["test"])
+    results["export"] = None
+    if not args.no_export:
+        path = export_in_tensorflow(task.name, args.work_dir, args.output_dir)
+        print(f"exported to {path}" if path else
+              "TensorFlow is not installed, so there is no SavedModel export; where it is, run: "
+              f"keras-attn export {task.name} --run-dir {args.work_dir}")
+        results["export"] = path
+    return results
+
+
+def evaluate(args):
+    """The test figures of a run directory (or an export's assets.extra/): the same
+    sequences as at the end of training."""
+    if args.data:
+        raise SystemExit(f"evaluate {args.task}: the sequences are generated; `--data` is not used")
+    model, meta = load_run(args.run_dir)
+    task = TASKS[meta["task"]]
+    results = figures(model, task, int(meta.get("seed", 0)), int(meta.get("test_sequences", 1000)))
+    print(f"{args.run_dir}:")
+    print_figures(results)
+    return results
+
+
+def export(run_dir, export_root):
+    from training import export as export_lib
+
+    model, meta = load_run(run_dir)
+    return export_lib.export_ntm(model, meta, export_root, meta["task"], run_dir)
+
+
+# -- inputs for `predict` ----------------------------------------------------------------
+def check_sequence(sequence, input_bits, name="the sequence"):
+    """`(T, input_bits)` float32 (or a batch of them), finite and not empty."""
+    sequence = np.asarray(sequence, dtype="float32")
+    if sequence.ndim == 2:
+        sequence = sequence[None]
+    if sequence.ndim != 3 or sequence.shape[-1] != input_bits:
+        raise ValueError(f"{name} must be (steps, {input_bits}) or (batch, steps, "
+                         f"{input_bits}): {input_bits} channels a step, as the model was "
+                         f"trained; received shape {sequence.shape}.")
+    if sequence.shape[1] == 0:
+        raise ValueError(f"{name} has no steps (shape {sequence.shape}).")
+    if not np.all(np.isfinite(sequence)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return sequence
+
+
+def read_sequence(path, input_bits):
+    """A `.npy` array, or a text file of one step a line (numbers separated by spaces)."""
+    try:
+        data = np.load(path) if path.endswith(".npy") else np.loadtxt(path, ndmin=2)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read a sequence ({error}).") from None
+    return check_sequence(data, input_bits, name=path)
+
+
+def example(task, seed, **params):
+    """One generated `(inputs, targets)` pair with the given params (the training
+    draw's where not given)."""
+    rng = np.random.default_rng(seed)
+    drawn = {**task.draw(rng), **{k: v for k, v in params.items() if v is not None}}
+    return task.batch(rng, 1, drawn), drawn
