@@ -141,6 +141,8 @@ def main():
         checks = max(1, round(args.mixed_precision_steps / 125))
         jobs.append({"task": "copy", "seed": 0, "backend": backend, "mixed_precision": True,
                      "flags": ["--patience", "0", "--sequences", str(checks * 1000)]})
+    output = args.output or default_path("ntm")
+    partial_path = output.removesuffix(".json") + ".partial.json"
     print(f"{len(jobs)} runs on {args.workers} workers, backend {backend}", flush=True)
     start = time.time()
     runs = []
@@ -150,6 +152,8 @@ def main():
             run["mixed_precision"] = bool(job.get("mixed_precision"))
             runs.append(run)
             print_run(run)
+            # Written as they finish, so a long benchmark stopped early keeps its runs.
+            write_results({"partial": True, "runs": runs}, partial_path, quiet=True)
     wall = time.time() - start
 
     result = {"backend": backend, "workers": args.workers, "wall_seconds": round(wall, 1),
@@ -192,7 +196,8 @@ def main():
               f"validation bit errors {run['curve'][-1]['validation_bit_errors']:.3f}")
         result["mixed_float16"] = {"steps": steps, "finite": finite, "curve": run["curve"]}
     print(f"wall time {wall / 60:.1f} min")
-    write_results(result, args.output or default_path("ntm"))
+    write_results(result, output)
+    os.remove(partial_path)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ def default_path(name):
     return os.path.join(RESULTS_DIR, f"{name}.json")
 
 
-def write_results(result, path):
-    """Writes `result` as indented JSON to `path` and says so."""
+def write_results(result, path, quiet=False):
+    """Writes `result` as indented JSON to `path` and (unless `quiet`) says so."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=2)
-    print(f"\nwrote {path}")
+    if not quiet:
+        print(f"\nwrote {path}")
     return result

@@ -175,3 +175,26 @@ def test_cell_bad_arguments():
         NTMCell(4, memory_size=2, shift_range=1)
     with pytest.raises(ValueError, match="`read_heads`"):
         NTMCell(4, read_heads=0)
+
+
+def test_heads_start_on_row_zero_so_a_constant_memory_gets_distinct_rows(rng):
+    # With unfocused (uniform or zero) starting weightings a constant memory stays
+    # row-symmetric forever: every write lands on every row alike.
+    cell = NTMCell(units=4, memory_size=8, memory_width=5, memory_init="constant")
+    read_w, write_w = cell.get_initial_state(2)[-2:]
+    np.testing.assert_array_equal(to_numpy(read_w)[:, 0], np.eye(8)[[0, 0]])
+    np.testing.assert_array_equal(to_numpy(write_w)[:, 0], np.eye(8)[[0, 0]])
+    outputs = keras.layers.RNN(cell, return_state=True)(
+        rng.normal(size=(2, 6, 3)).astype("float32"))
+    memory = to_numpy(outputs[3])  # output, controller h and c, then the memory
+    assert memory.shape == (2, 8, 5)
+    assert np.ptp(memory, axis=1).max() > 1e-3
+
+
+def test_mixed_float16_steps_stay_finite(rng):
+    keras.config.set_dtype_policy("mixed_float16")
+    cell = NTMCell(units=4, memory_size=16, memory_width=6, controller_units=16,
+                   return_weightings=True)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    out = to_numpy(rnn(rng.normal(size=(2, 30, 3)).astype("float32")))
+    assert out.dtype == np.float16 and np.all(np.isfinite(out))
