@@ -13,10 +13,10 @@ Shapes: memory `(B, N, D)`; per-head quantities carry a head axis `H`: keys
 `(B, H, D)`, strengths and gates `(B, H)`, shift distributions `(B, H, S)` over the
 offsets `−(S−1)/2 … (S−1)/2`, weightings `(B, H, N)`.
 
-Numerical safety: the cosine divides by `max(‖k‖ ‖M_i‖, ε)`, so a zero key or
-row gives similarity 0, not NaN; sharpening raises `max(w̃, ε)` to `γ`, so there
-is no `0^γ` with an undefined gradient, after dividing by the largest weight, so
-the normalising sum is at least 1.
+Numerical safety: the cosine divides by `max(‖k‖, ε) · max(‖M_i‖, ε)`, so a zero
+key or row gives similarity 0 and a finite gradient, not NaN; sharpening raises
+`max(w̃, ε)` to `γ`, so there is no `0^γ` with an undefined gradient, after dividing
+by the largest weight, so the normalising sum is at least 1.
 """
 
 from keras import ops
@@ -24,12 +24,17 @@ from keras import ops
 EPSILON = 1e-6
 
 
+def _norm(x, epsilon):
+    """`max(‖x‖, ε)` over the last axis. The floor is taken before the square root,
+    whose derivative at 0 is infinite: erased rows whose squares flush to zero would
+    otherwise turn the gradient into `∞ · 0 = NaN`."""
+    return ops.sqrt(ops.maximum(ops.sum(ops.square(x), axis=-1), epsilon * epsilon))
+
+
 def cosine_similarity(memory, keys, epsilon=EPSILON):
     """`cos(k_h, M_i)`: `(B, N, D)` memory, `(B, H, D)` keys → `(B, H, N)`."""
     dots = ops.einsum("bhd,bnd->bhn", keys, memory)
-    key_norms = ops.sqrt(ops.sum(ops.square(keys), axis=-1))[:, :, None]
-    row_norms = ops.sqrt(ops.sum(ops.square(memory), axis=-1))[:, None, :]
-    return dots / ops.maximum(key_norms * row_norms, epsilon)
+    return dots / (_norm(keys, epsilon)[:, :, None] * _norm(memory, epsilon)[:, None, :])
 
 
 def content_weighting(memory, keys, strengths, epsilon=EPSILON):

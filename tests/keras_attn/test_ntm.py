@@ -198,3 +198,40 @@ def test_mixed_float16_steps_stay_finite(rng):
     rnn = keras.layers.RNN(cell, return_sequences=True)
     out = to_numpy(rnn(rng.normal(size=(2, 30, 3)).astype("float32")))
     assert out.dtype == np.float16 and np.all(np.isfinite(out))
+
+
+def _gradient(fn, x):
+    """d fn(x) / dx on the active backend."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(fn)(x))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            y = fn(x)
+        return tape.gradient(y, x).numpy()
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    fn(x).backward()
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("zero", ["row", "key"])
+def test_content_addressing_gradient_is_finite_at_a_zero_row_or_key(zero):
+    # An erased row whose squares flush to zero made the norm's square root
+    # differentiate to ∞ · 0 = NaN (a copy run turned every head weight NaN at step 1).
+    memory = np.array([[[1.0, 2.0], [0.0, 0.0], [0.5, -1.0]]], "float32")
+    keys = np.array([[[0.0, 0.0] if zero == "key" else [1.0, 0.5]]], "float32")
+    strengths = np.array([[3.0]], "float32")
+    if zero == "row":
+        grad = _gradient(lambda m: ops.sum(addressing.content_weighting(m, keys, strengths)[..., 0]),
+                         memory)
+    else:
+        grad = _gradient(lambda k: ops.sum(addressing.content_weighting(memory, k, strengths)[..., 0]),
+                         keys)
+    assert np.all(np.isfinite(grad)), grad

@@ -282,14 +282,15 @@ def fit_model(task, args):
     monitor = Monitor(args.target_errors, args.patience)
     start = time.time()
     for check in range(math.ceil(args.sequences / check_every)):
-        model.reset_metrics()
-        for index in range(batches_per_check):
-            logs = model.train_on_batch(
-                *training_batch(task, args.seed, args.batch_size, check, index), return_dict=True
-            )
+        losses = [
+            # train_on_batch resets the metrics: its loss is the batch's own.
+            model.train_on_batch(*training_batch(task, args.seed, args.batch_size, check, index),
+                                 return_dict=True)["loss"]
+            for index in range(batches_per_check)
+        ]
         errors, cost = errors_and_cost(model, x, y)
         point = {"sequences": (check + 1) * check_every,
-                 "train_cost_bits": float(logs["loss"]),  # the mean over the check
+                 "train_cost_bits": float(np.mean(losses)),
                  "validation_bit_errors": float(np.mean(errors)),
                  "validation_cost_bits": float(np.mean(cost)), "seconds": time.time() - start}
         stop = monitor.record(point)
