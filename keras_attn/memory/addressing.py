@@ -19,6 +19,7 @@ key or row gives similarity 0 and a finite gradient, not NaN; sharpening raises
 by the largest weight, so the normalising sum is at least 1.
 """
 
+import keras
 from keras import ops
 
 EPSILON = 1e-6
@@ -32,9 +33,16 @@ def _norm(x, epsilon):
 
 
 def cosine_similarity(memory, keys, epsilon=EPSILON):
-    """`cos(k_h, M_i)`: `(B, N, D)` memory, `(B, H, D)` keys → `(B, H, N)`."""
+    """`cos(k_h, M_i)`: `(B, N, D)` memory, `(B, H, D)` keys → `(B, H, N)`.
+
+    Computed in float32 and returned in the keys' dtype: in float16 the squares of
+    small entries (a memory initialised to 1e-6) and `ε²` underflow to 0.
+    """
+    dtype = keras.backend.standardize_dtype(getattr(keys, "dtype", "float32"))
+    memory, keys = ops.cast(memory, "float32"), ops.cast(keys, "float32")
     dots = ops.einsum("bhd,bnd->bhn", keys, memory)
-    return dots / (_norm(keys, epsilon)[:, :, None] * _norm(memory, epsilon)[:, None, :])
+    similarity = dots / (_norm(keys, epsilon)[:, :, None] * _norm(memory, epsilon)[:, None, :])
+    return ops.cast(similarity, dtype)
 
 
 def content_weighting(memory, keys, strengths, epsilon=EPSILON):
