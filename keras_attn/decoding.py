@@ -148,8 +148,13 @@ def beam_search(
     states = [tile_beams(s, k) for s in initial_states]
     if source_mask is not None:
         source_mask = ops.repeat(ops.expand_dims(ops.cast(source_mask, "bool"), 1), k, axis=1)
+    # At t = 0 the K beams are copies: only the first may extend. The others sit at
+    # _NEG / 10, above any token a step excluded with a _NEG-level log-probability
+    # (a pointer's chosen positions), so top_k never picks an excluded token while
+    # a placeholder beam can still offer an allowed one.
     first_beam_only = ops.concatenate(
-        [ops.zeros((batch_size, 1), "float32"), ops.full((batch_size, k - 1), _NEG, "float32")],
+        [ops.zeros((batch_size, 1), "float32"),
+         ops.full((batch_size, k - 1), _NEG / 10, "float32")],
         axis=1,
     )
     loop_vars = (
@@ -171,7 +176,8 @@ def beam_search(
 
     def body(t, tokens, finished, log_prob_sum, ranks, lengths, out, alignments, coverage, states):
         logits, states, alignment = step_fn(tokens, states)
-        vocab = logits.shape[-1]
+        # Dynamic when the vocabulary is the input's positions (a pointer network).
+        vocab = logits.shape[-1] or ops.shape(logits)[-1]
         log_probs = attn_ops.masked_log_softmax(ops.cast(logits, "float32"))
         log_probs = ops.reshape(log_probs, (batch_size, k, vocab))
         # A finished beam may only continue with padding, at no cost.

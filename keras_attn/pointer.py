@@ -34,17 +34,19 @@ class PointerAttention(keras.layers.Layer):
         **kwargs: standard `keras.layers.Layer` arguments.
 
     Call arguments:
-        query: the decoder state `d`, `(B, dq)`.
+        query: the decoder state `d`, `(B, dq)`, or one per decoder step,
+            `(B, Tq, dq)` (a teacher-forced sequence in one call).
         keys: the encoder states `e`, `(B, T, dk)`.
-        mask: optional `(B, T)` booleans, true at real (non-padding) positions.
-        chosen: optional `(B, T)` booleans, true at positions already emitted;
-            they get probability 0.
+        mask: optional `(B, T)` (or `(B, Tq, T)`) booleans, true at positions
+            that may be pointed to (not padding).
+        chosen: optional `(B, T)` (or `(B, Tq, T)`) booleans, true at positions
+            already emitted; they get probability 0.
         precomputed_keys: optional list from `precompute_keys(keys)` (`W₁ e` for
             the pointer and for each glimpse), to pay for it once per sequence.
 
     Returns:
-        `(B, T)` float32 log-probabilities (float32 under mixed precision too: they
-        feed losses and beam search). Excluded positions get a large
+        `(B, T)` (or `(B, Tq, T)`) float32 log-probabilities (float32 under mixed
+        precision too: they feed losses and beam search). Excluded positions get a large
         negative, finite value (never `-inf`, so sums and gradients stay
         finite); a row with no allowed position is all that value.
 
@@ -76,12 +78,12 @@ class PointerAttention(keras.layers.Layer):
 
     def build(self, query_shape, keys_shape, mask_shape=None, chosen_shape=None,
               precomputed_keys_shape=None):
-        _validation.check_rank("query", query_shape, 2, self.name)
+        self._check_query(query_shape)
         _validation.check_rank("keys", keys_shape, 3, self.name)
         query_shape = tuple(query_shape)
         for score in self.glimpse_scores:
             score.build(query_shape, tuple(keys_shape))
-            query_shape = (query_shape[0], keys_shape[-1])
+            query_shape = (*query_shape[:-1], keys_shape[-1])
         self.pointer_score.build(query_shape, tuple(keys_shape))
         self.built = True
 
@@ -90,32 +92,48 @@ class PointerAttention(keras.layers.Layer):
         return [score.precompute_keys(keys) for score in (*self.glimpse_scores,
                                                           self.pointer_score)]
 
+    def _check_query(self, query_shape):
+        if len(query_shape) not in (2, 3):
+            raise ValueError(f"{self.name}: `query` must be (B, dq) or (B, Tq, dq); received "
+                             f"shape {tuple(query_shape)}.")
+
     def call(self, query, keys, mask=None, chosen=None, precomputed_keys=None):
-        _validation.check_rank("query", query.shape, 2, self.name)
+        self._check_query(query.shape)
         _validation.check_rank("keys", keys.shape, 3, self.name)
-        expected = [(keys.shape[0], keys.shape[1])]
+        single_step = len(query.shape) == 2
+        batch, positions = keys.shape[0], keys.shape[1]
+        expected = [(batch, positions), (batch, query.shape[1] if not single_step else 1,
+                                         positions)]
         _validation.check_mask("mask", mask, expected, self.name)
         _validation.check_mask("chosen", chosen, expected, self.name)
+        if single_step:
+            query = query[:, None]
+
+        def per_step(m):  # (B, T) → (B, 1, T): the same for every query step
+            m = ops.cast(m, "bool")
+            return m[:, None] if len(m.shape) == 2 else m
+
         allowed = None
         if mask is not None:
-            allowed = ops.cast(mask, "bool")
+            allowed = per_step(mask)
         if chosen is not None:
-            free = ops.logical_not(ops.cast(chosen, "bool"))
+            free = ops.logical_not(per_step(chosen))
             allowed = free if allowed is None else ops.logical_and(allowed, free)
         projected = precomputed_keys or self.precompute_keys(keys)
         for score, glimpse_keys in zip(self.glimpse_scores, projected[:-1], strict=True):
-            weights = masked_softmax(score.score(query[:, None], glimpse_keys)[:, 0], allowed)
-            query = weighted_sum(weights[:, None], keys)[:, 0]
-        logits = self.pointer_score.score(query[:, None], projected[-1])[:, 0]
+            weights = masked_softmax(score.score(query, glimpse_keys), allowed)
+            query = weighted_sum(weights, keys)
+        logits = self.pointer_score.score(query, projected[-1])
         if self.logit_clip is not None:
             logits = self.logit_clip * ops.tanh(logits)
-        return masked_log_softmax(logits, allowed)
+        log_probs = masked_log_softmax(logits, allowed)
+        return log_probs[:, 0] if single_step else log_probs
 
     def compute_mask(self, query, keys, mask=None, chosen=None, precomputed_keys=None):
         return None
 
     def compute_output_shape(self, query_shape, keys_shape, *args, **kwargs):
-        return (keys_shape[0], keys_shape[1])
+        return (*tuple(query_shape)[:-1], keys_shape[1])
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "glimpses": self.glimpses,

@@ -96,11 +96,30 @@ def test_precomputed_keys_give_the_same_result(rng):
 def test_bad_inputs_raise_clear_errors(rng):
     query, keys, _ = _inputs(rng)
     layer = PointerAttention(units=7)
-    with pytest.raises(ValueError, match=r"`query` must have rank 2"):
-        layer(keys, keys)
+    with pytest.raises(ValueError, match=r"`query` must be \(B, dq\) or \(B, Tq, dq\)"):
+        layer(keys[:, :, :, None], keys)
     with pytest.raises(ValueError, match=r"`chosen` must have shape"):
         layer(query, keys, chosen=np.zeros((B, T + 1), bool))
     with pytest.raises(ValueError, match="`glimpses`"):
         PointerAttention(units=7, glimpses=-1)
     with pytest.raises(ValueError, match="`logit_clip`"):
         PointerAttention(units=7, logit_clip=0.0)
+
+
+def test_a_sequence_of_queries_equals_one_call_per_step(rng):
+    # Teacher forcing scores every decoder step at once, each with its own `chosen`.
+    query, keys, mask = _inputs(rng)
+    steps = 4
+    queries = rng.normal(size=(B, steps, DQ)).astype("float32")
+    chosen = np.zeros((B, steps, T), bool)
+    chosen[:, 1:, 0] = True
+    chosen[:, 3:, 2] = True
+    layer = PointerAttention(units=7, glimpses=1, logit_clip=5.0)
+    together = to_numpy(layer(queries, keys, mask=mask, chosen=chosen))
+    assert together.shape == (B, steps, T)
+    for t in range(steps):
+        alone = to_numpy(layer(queries[:, t], keys, mask=mask, chosen=chosen[:, t]))
+        np.testing.assert_allclose(together[:, t], alone, atol=1e-5)
+    # A (B, Tq, T) mask excludes per step as well.
+    per_step = np.broadcast_to(mask[:, None], (B, steps, T)) & ~chosen
+    np.testing.assert_allclose(to_numpy(layer(queries, keys, mask=per_step)), together, atol=1e-6)

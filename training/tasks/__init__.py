@@ -6,6 +6,7 @@ on the TensorFlow backend (in a subprocess when training ran on another backend)
 """
 
 import dataclasses
+import importlib
 from typing import Callable
 
 
@@ -57,17 +58,18 @@ def _memn2n():
     )
 
 
-def _ntm(name):
-    def factory():
-        from training.tasks import ntm
+def _family(module_name, name):
+    """A task of a module that holds several (`TASKS[name]`, flags per task)."""
 
+    def factory():
+        module = importlib.import_module(f"training.tasks.{module_name}")
         return Task(
             name=name,
-            summary=ntm.TASKS[name].summary,
-            add_arguments=lambda parser: ntm.add_arguments(parser, name),
-            train=ntm.train,
-            evaluate=ntm.evaluate,
-            export=ntm.export,
+            summary=module.TASKS[name].summary,
+            add_arguments=lambda parser: module.add_arguments(parser, name),
+            train=module.train,
+            evaluate=module.evaluate,
+            export=module.export,
         )
 
     return factory
@@ -76,9 +78,10 @@ def _ntm(name):
 _FACTORIES = {
     "translator": _translator,
     "memn2n": _memn2n,
-    **{name: _ntm(name) for name in (
+    **{name: _family("ntm", name) for name in (
         "ntm-copy", "ntm-repeat-copy", "ntm-associative-recall", "ntm-priority-sort"
     )},
+    **{name: _family("pointer", name) for name in ("pointer-sort", "pointer-hull", "pointer-tsp")},
 }
 
 

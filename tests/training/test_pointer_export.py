@@ -1,0 +1,186 @@
+"""The pointer-network export: TensorFlow-only loading and serving, bad input at the
+signature, and `predict` (TensorFlow backend)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.training.test_export import _tf_only
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A small TSP pointer network (beam 3, shortest tour of the beam), exported."""
+    from training import cli
+
+    root = tmp_path_factory.mktemp("pointer")
+    work, out = str(root / "work"), str(root / "saved_models")
+    cli.main(["train", "pointer-tsp", "--units", "16", "--encoder-layers", "1", "--heads", "2",
+              "--train-instances", "64", "--epochs", "1", "--batch-size", "32",
+              "--test-instances", "10", "--test-sizes", "5", "--beam-width", "3",
+              "--supported-points", "12", "--work-dir", work, "--output-dir", out, "--quiet"])
+    return {"work": work, "export": os.path.join(out, "pointer-tsp", "1")}
+
+
+def _serve(export, points, lengths=None, signature="serving_default"):
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(export).signatures[signature]
+    feed = {"points": tf.constant(points, tf.float32)}
+    if lengths is not None:
+        feed["lengths"] = tf.constant(lengths, tf.int32)
+    return {k: v.numpy() for k, v in serve(**feed).items()}
+
+
+def test_export_layout(trained):
+    extra = os.path.join(trained["export"], "assets.extra")
+    for name in ("model.keras", "meta.json", "history.json"):
+        assert os.path.exists(os.path.join(extra, name)), name
+    meta = json.load(open(os.path.join(extra, "meta.json")))
+    assert meta["task"] == "pointer-tsp" and meta["beam_width"] == 3 and meta["max_points"] == 12
+
+
+def test_tensorflow_only_process_matches_keras_on_mixed_lengths(trained, tmp_path):
+    from keras import ops
+
+    from models.pointer_net import decode
+    from training.tasks.pointer import load_run
+
+    rng = np.random.default_rng(4)
+    points = rng.random((5, 9, 2)).astype("float32")
+    lengths = np.array([9, 5, 7, 3, 8], "int32")
+    np.save(tmp_path / "points.npy", points)
+    np.save(tmp_path / "lengths.npy", lengths)
+    out = _tf_only(f"""
+        import numpy as np
+        try:
+            import keras_attn
+            raise SystemExit("keras_attn should not be importable here")
+        except ImportError:
+            pass
+        import tensorflow as tf
+        serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
+        out = serve(points=tf.constant(np.load("points.npy")),
+                    lengths=tf.constant(np.load("lengths.npy")))
+        np.savez("out.npz", **{{k: v.numpy() for k, v in out.items()}})
+        print(sorted(out))
+    """, tmp_path)
+    assert "['indices', 'log_prob', 'pointer', 'valid']" in out
+    got = np.load(tmp_path / "out.npz")
+    model, _ = load_run(trained["work"])
+    want = decode(model, points, lengths, beam_width=3, select="tour_length")
+    np.testing.assert_array_equal(got["indices"], ops.convert_to_numpy(want["indices"]))
+    np.testing.assert_allclose(got["log_prob"], ops.convert_to_numpy(want["log_prob"]), atol=1e-4)
+    assert got["valid"].all()
+    for row, n in zip(got["indices"], lengths, strict=True):
+        assert row[0] == 0 and sorted(row[row >= 0]) == list(range(n))
+
+
+def test_session_loader_as_tf_serving_does(trained, tmp_path):
+    out = _tf_only(f"""
+        import numpy as np
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
+            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
+            sig = meta.signature_def["serving_default"]
+            feed = {{sig.inputs["points"].name: np.random.rand(2, 6, 2).astype(np.float32),
+                     sig.inputs["lengths"].name: np.array([6, 4], np.int32)}}
+            fetch = {{k: v.name for k, v in sig.outputs.items()}}
+            result = sess.run(fetch, feed)
+        print(sorted(fetch), result["indices"].tolist())
+    """, tmp_path)
+    assert "['indices', 'log_prob', 'pointer', 'valid']" in out
+    rows = json.loads(out.strip().split(" ", 4)[-1])
+    assert sorted(rows[0]) == [0, 1, 2, 3, 4, 5] and sorted(rows[1]) == [-1, -1, 0, 1, 2, 3]
+
+
+def test_saved_model_cli_run(trained):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
+         "--signature_def", "all_points", "--input_exprs",
+         "points=" + str([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.5, 0.2]]])],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "indices" in result.stdout and "log_prob" in result.stdout
+
+
+def test_bad_inputs_have_defined_results_at_the_signature(trained):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(2)
+    points = rng.random((5, 6, 2)).astype("float32")
+    clean = _serve(trained["export"], points, [6, 6, 6, 6, 6])
+    points[1, 2, 0] = np.nan  # a real point: row 1 is not decoded
+    points[2, 5, 1] = np.inf  # padding (length 5): ignored
+    out = _serve(trained["export"], points, [6, 6, 5, 0, 7])  # 0: empty; 7 > N
+    np.testing.assert_array_equal(out["valid"], [True, False, True, False, False])
+    np.testing.assert_array_equal(out["indices"][0], clean["indices"][0])  # others unaffected
+    for row in (1, 3, 4):
+        assert np.all(out["indices"][row] == -1) and out["log_prob"][row] == 0
+        assert np.all(out["pointer"][row] == 0)
+    assert sorted(out["indices"][2][out["indices"][2] >= 0]) == [0, 1, 2, 3, 4]
+    # Longer than the model supports (12): a row past it is refused, the rest cut to 12.
+    long = rng.random((2, 15, 2)).astype("float32")
+    cut = _serve(trained["export"], long, [15, 10])
+    np.testing.assert_array_equal(cut["valid"], [False, True])
+    assert cut["indices"].shape == (2, 12)
+    # Duplicate points: still a tour through every point once.
+    same = np.repeat(rng.random((1, 1, 2)).astype("float32"), 5, axis=1)
+    assert sorted(_serve(trained["export"], same, signature="all_points")["indices"][0]) == \
+        [0, 1, 2, 3, 4]
+    empty = _serve(trained["export"], np.zeros((2, 0, 2)), [0, 0])
+    assert empty["indices"].shape == (2, 0) and not empty["valid"].any()
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[batch, N, 2\]"):
+        _serve(trained["export"], np.zeros((1, 5, 3)), [5])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="one length per point set"):
+        _serve(trained["export"], np.zeros((2, 5, 2)), [5])
+
+
+def test_predict_prints_the_tour_and_plots(trained, tmp_path, capsys):
+    from training import cli
+
+    plot = str(tmp_path / "tour.png")
+    cli.main(["predict", os.path.dirname(trained["export"]), "--n", "8", "--plot", plot])
+    printed = capsys.readouterr().out
+    assert "pointer-tsp: 8 points → indices 0 " in printed and "tour length" in printed
+    assert os.path.getsize(plot) > 1000
+    path = tmp_path / "square.txt"
+    path.write_text("0 0\n1 0\n1 1\n0 1\n")
+    cli.main(["predict", trained["export"], "--points-file", str(path)])
+    assert "4 points → indices 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--points", "0 0; nan 1; 1 1"], "NaN or infinite"),
+    (["--points", "0 0 1"], "2 coordinate"),
+    (["--points", ""], "is empty"),
+    (["--n", "13"], r"--n must be 1 … 12"),
+    (["--points", "0 0; 1 1", "--n", "3"], "give one of --points, --points-file, --n"),
+])
+def test_predict_refuses_bad_input_clearly(trained, flags, message):
+    from training import cli
+
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["predict", trained["export"], *flags])
+
+
+def test_predict_refuses_a_point_set_longer_than_supported(trained, tmp_path):
+    from training import cli
+
+    path = tmp_path / "many.npy"
+    np.save(path, np.random.default_rng(0).random((13, 2)))
+    with pytest.raises(SystemExit, match="supports at most 12"):
+        cli.main(["predict", trained["export"], "--points-file", str(path)])

@@ -1,0 +1,452 @@
+"""The pointer-network tasks: `pointer-sort`, `pointer-hull` and `pointer-tsp`.
+
+Each trains `models.pointer_net` by teacher forcing with `model.fit` on a training
+set generated from the seed (`training.data.points`), point sets of mixed sizes
+padded to the largest, and reports its figures on fresh test sets of one size
+each (10,000 instances by default, seeded apart from training).
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+from training.data import points as geometry
+
+EXPORT_ROOT = "saved_models"
+VALIDATION_INSTANCES = 2000
+
+
+@dataclasses.dataclass(frozen=True)
+class PointTask:
+    """One pointer task.
+
+    Attributes:
+        name, summary: the registry name and its `--help` line.
+        point_dim: features per point.
+        sizes: the default training sizes `(min N, max N)`.
+        test_sizes: the `N` of each test figure.
+        answers: `fn(points (count, n, D)) → (count, n)` indices, `-1` after the
+            answer (a test instance's ground truth).
+        score: `fn(points, truths, predictions, optimal) → dict` for one test size.
+        model: `PointerNetConfig` fields of the task (`min_outputs`, `start_index`).
+        instances, epochs: the default training set and passes over it.
+        beam_widths: the test figures' decoders (1: greedy).
+    """
+
+    name: str
+    summary: str
+    point_dim: int
+    sizes: tuple
+    test_sizes: tuple
+    answers: Callable
+    score: Callable
+    model: dict
+    instances: int
+    epochs: int
+    beam_widths: tuple = (1,)
+
+
+def _padded(rows, width):
+    out = np.full((len(rows), width), -1, dtype=np.int64)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    return out
+
+
+def sort_answers(points):
+    return geometry.sort_order(points)
+
+
+def hull_answers(points):
+    return _padded(geometry.hull_orders(points), points.shape[1])
+
+
+def tsp_answers(points):
+    return geometry.held_karp(points)[0]
+
+
+def _rows(points, predictions):
+    """Each decoded row's indices (the `-1` padding dropped)."""
+    return [geometry.valid_indices(row, None) for row in predictions]
+
+
+def sort_score(points, truths, predictions):
+    rows = _rows(points, predictions)
+    values = points[..., 0]
+    return {
+        "accuracy": float(np.mean([geometry.is_sorted_output(v, r)
+                                   for v, r in zip(values, rows, strict=True)])),
+        "valid": float(np.mean([geometry.is_permutation(r, len(v))
+                                for v, r in zip(values, rows, strict=True)])),
+        "n": len(rows),
+    }
+
+
+def hull_score(points, truths, predictions):
+    rows = _rows(points, predictions)
+    truths = [t[t >= 0] for t in truths]
+    figures = geometry.hull_figures(points, truths, rows)
+    figures["valid"] = float(np.mean([len(set(r.tolist())) == len(r) and len(r) > 0
+                                      for r in rows]))
+    return figures
+
+
+def tsp_score(points, truths, predictions):
+    rows = _rows(points, predictions)
+    n = points.shape[1]
+    lengths = np.array([geometry.tour_length(p, r) for p, r in zip(points, rows, strict=True)])
+    optimal = np.array([geometry.tour_length(p, t) for p, t in zip(points, truths, strict=True)])
+    return {
+        "mean_length": float(np.mean(lengths)),
+        "optimal_mean_length": float(np.mean(optimal)),
+        "ratio_to_optimal": float(np.mean(lengths) / np.mean(optimal)),
+        "optimal_found": float(np.mean(lengths <= optimal + 1e-5)),
+        "valid": float(np.mean([geometry.is_permutation(r, n) and r[0] == 0 for r in rows])),
+        "n": len(rows),
+    }
+
+
+TASKS = {
+    "pointer-sort": PointTask(
+        name="pointer-sort",
+        summary="pointer network: sort N ∈ [5, 10] uniform floats (indices in increasing order)",
+        point_dim=1, sizes=(5, 10), test_sizes=(5, 10, 15), answers=sort_answers,
+        score=sort_score, model={}, instances=500_000, epochs=4,
+    ),
+    "pointer-hull": PointTask(
+        name="pointer-hull",
+        summary="pointer network: planar convex hull of N ∈ [5, 20] points, counter-clockwise",
+        point_dim=2, sizes=(5, 20), test_sizes=(5, 10, 20, 50), answers=hull_answers,
+        score=hull_score, model={"min_outputs": 3}, instances=500_000, epochs=4,
+    ),
+    "pointer-tsp": PointTask(
+        name="pointer-tsp",
+        summary="pointer network: Euclidean TSP, N ∈ [5, 10], optimal (Held–Karp) tours",
+        point_dim=2, sizes=(5, 10), test_sizes=(5, 10), answers=tsp_answers,
+        score=tsp_score, model={"start_index": 0}, instances=500_000, epochs=4,
+        beam_widths=(1, 16),
+    ),
+}
+
+
+def add_arguments(parser, task_name):
+    task = TASKS[task_name]
+    data = parser.add_argument_group("data")
+    data.add_argument("--min-points", type=int, default=task.sizes[0], help="smallest training N")
+    data.add_argument("--max-points", type=int, default=task.sizes[1], help="largest training N")
+    data.add_argument("--train-instances", type=int, default=task.instances)
+    data.add_argument("--test-instances", type=int, default=10_000, help="per test size")
+    data.add_argument("--test-sizes", default=",".join(map(str, task.test_sizes)),
+                      help="the N of each test figure, comma-separated")
+    data.add_argument("--seed", type=int, default=0)
+    model = parser.add_argument_group("model")
+    model.add_argument("--encoder", choices=("set", "lstm"), default="set",
+                       help="set: self-attention, order-invariant; lstm: Vinyals et al. 2015")
+    model.add_argument("--units", type=int, default=128)
+    model.add_argument("--encoder-layers", type=int, default=3)
+    model.add_argument("--heads", type=int, default=8)
+    model.add_argument("--glimpses", type=int, default=1)
+    model.add_argument("--logit-clip", type=float, default=10.0, help="0: no clipping")
+    model.add_argument("--supported-points", type=int, default=100,
+                       help="the longest point set the model (and its export) accepts")
+    fit = parser.add_argument_group("training")
+    fit.add_argument("--epochs", type=int, default=task.epochs)
+    fit.add_argument("--batch-size", type=int, default=128)
+    fit.add_argument("--learning-rate", type=float, default=1e-3,
+                     help="Adam, cosine-decayed to 1/20 over training")
+    fit.add_argument("--clipnorm", type=float, default=1.0)
+    fit.add_argument("--beam-width", type=int, default=max(task.beam_widths),
+                     help="the export's decoder (1: greedy)")
+    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
+    fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
+    fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None)
+    out = parser.add_argument_group("output")
+    out.add_argument("--output-dir", default=EXPORT_ROOT,
+                     help=f"export root: writes OUTPUT_DIR/{task_name}/<next version>/")
+    out.add_argument("--work-dir", default=os.path.join("runs", task_name))
+    out.add_argument("--no-export", action="store_true")
+    out.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# -- data ----------------------------------------------------------------------------------
+def instances(task, rng, count, n):
+    """`count` point sets of exactly `n` points with their answers `(count, n)`."""
+    points = geometry.uniform_points(rng, count, n, task.point_dim)
+    return points, task.answers(points)
+
+
+def training_set(task, seed, count, min_points, max_points, stream=0):
+    """Mixed sizes `min_points … max_points`, equally many of each, padded to
+    `max_points` and shuffled: `(points, lengths, answers)`."""
+    rng = np.random.default_rng((seed, stream))
+    sizes = np.arange(min_points, max_points + 1)
+    per_size = np.full(len(sizes), count // len(sizes))
+    per_size[: count % len(sizes)] += 1
+    points = np.zeros((count, max_points, task.point_dim), dtype=np.float32)
+    answers = np.full((count, max_points), -1, dtype=np.int64)
+    lengths = np.repeat(sizes, per_size).astype(np.int32)
+    start = 0
+    for n, k in zip(sizes, per_size, strict=True):
+        p, a = instances(task, rng, int(k), int(n))
+        points[start : start + k, :n], answers[start : start + k, :n] = p, a
+        start += k
+    order = rng.permutation(count)
+    return points[order], lengths[order], answers[order]
+
+
+def model_inputs(task, points, lengths, answers):
+    from models.pointer_net import teacher_forcing
+
+    tokens, targets, weights = teacher_forcing(answers, task.model.get("start_index"))
+    if task.model.get("start_index") is not None:
+        # The start point is given, not predicted: drop it from the targets.
+        tokens, targets, weights = teacher_forcing(answers[:, 1:], task.model["start_index"])
+    return {"points": points, "lengths": lengths, "decoder_tokens": tokens}, targets, weights
+
+
+def test_sets(task, seed, count, sizes):
+    """`{n: (points, answers)}`, fresh instances of each size (seeded apart)."""
+    return {n: instances(task, np.random.default_rng((seed, 2, n)), count, n) for n in sizes}
+
+
+# -- the model -----------------------------------------------------------------------------
+def model_config(task, args):
+    from models.pointer_net import PointerNetConfig
+
+    return PointerNetConfig(
+        point_dim=task.point_dim, encoder=args.encoder, units=args.units,
+        encoder_layers=args.encoder_layers, heads=args.heads, glimpses=args.glimpses,
+        logit_clip=args.logit_clip or None, max_points=args.supported_points, **task.model,
+    )
+
+
+def predict_indices(model, points, lengths=None, beam_width=1, select="log_prob", chunk=None):
+    """Decoded indices `(count, N)` (and log-probabilities) in chunks."""
+    from keras import ops
+
+    from models.pointer_net import decode
+
+    chunk = chunk or (5000 if beam_width == 1 else max(200, 4000 // beam_width))
+    indices, log_probs = [], []
+    for start in range(0, len(points), chunk):
+        part = None if lengths is None else lengths[start : start + chunk]
+        out = decode(model, points[start : start + chunk], part, beam_width, select)
+        indices.append(ops.convert_to_numpy(out["indices"]))
+        log_probs.append(ops.convert_to_numpy(out["log_prob"]))
+    return np.concatenate(indices), np.concatenate(log_probs)
+
+
+def decoders(task, beam_width):
+    """The test decoders: `{label: (beam width, select)}`."""
+    out = {"greedy": (1, "log_prob")}
+    if beam_width > 1:
+        out[f"beam {beam_width}"] = (beam_width, "log_prob")
+        if task.model.get("start_index") is not None:
+            out[f"beam {beam_width}, shortest"] = (beam_width, "tour_length")
+    return out
+
+
+def figures(model, task, seed, count, sizes, beam_width):
+    """`{f"N={n}": {decoder: figures}}` on fresh test sets."""
+    results = {}
+    for n, (points, answers) in test_sets(task, seed, count, sizes).items():
+        results[f"N={n}"] = {}
+        for label, (width, select) in decoders(task, beam_width).items():
+            start = time.time()
+            predictions, _ = predict_indices(model, points, beam_width=width, select=select)
+            results[f"N={n}"][label] = {**task.score(points, answers, predictions),
+                                        "decode_seconds": time.time() - start}
+    return results
+
+
+def print_figures(results):
+    for size, by_decoder in results.items():
+        for label, entry in by_decoder.items():
+            shown = ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                              for k, v in entry.items() if k != "decode_seconds")
+            print(f"  {size:<6} {label:<20} {shown}")
+
+
+def fit_model(task, args):
+    """Generates the data, builds, compiles and trains; returns `(model, meta, history,
+    seconds)`."""
+    import keras
+
+    from models.pointer_net import build_pointer_net, compile_pointer_net
+    from training.runtime import run_callbacks
+
+    for name in ("train_instances", "epochs", "batch_size", "min_points", "test_instances"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
+                             f"{getattr(args, name)}")
+    if not 3 <= args.min_points <= args.max_points <= args.supported_points:
+        raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; received "
+                         f"{args.min_points}, {args.max_points}, {args.supported_points}")
+    if task.name == "pointer-tsp" and args.max_points > 12:
+        raise SystemExit(f"pointer-tsp trains on exact tours (Held–Karp, exponential in N): "
+                         f"--max-points ≤ 12; received {args.max_points}")
+    start = time.time()
+    train = training_set(task, args.seed, args.train_instances, args.min_points, args.max_points)
+    validation = training_set(task, args.seed, VALIDATION_INSTANCES, args.min_points,
+                              args.max_points, stream=1)
+    data_seconds = time.time() - start
+    if not args.quiet:
+        print(f"generated {args.train_instances} training instances in {data_seconds:.0f} s",
+              flush=True)
+    config = model_config(task, args)
+    model = build_pointer_net(config)
+    steps = args.epochs * -(-args.train_instances // args.batch_size)
+    schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate, steps, alpha=0.05)
+    compile_pointer_net(model, learning_rate=schedule, clipnorm=args.clipnorm,
+                        jit_compile=args.jit)
+    x, y, w = model_inputs(task, *train)
+    vx, vy, vw = model_inputs(task, *validation)
+    history = model.fit(x, y, sample_weight=w, batch_size=args.batch_size, epochs=args.epochs,
+                        validation_data=(vx, vy, vw), verbose=0 if args.quiet else 2,
+                        callbacks=run_callbacks(args.work_dir, args.tensorboard))
+    meta = {"task": task.name, "backend": keras.backend.backend(), "seed": args.seed,
+            "batch_size": args.batch_size, "learning_rate": args.learning_rate,
+            "epochs": args.epochs, "train_instances": args.train_instances,
+            "train_sizes": [args.min_points, args.max_points], "beam_width": args.beam_width,
+            "data_seconds": data_seconds, **dataclasses.asdict(config)}
+    return model, meta, history.history, time.time() - start
+
+
+def save_run(work_dir, model, meta, history):
+    model.save(os.path.join(work_dir, "model.keras"))
+    with open(os.path.join(work_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    with open(os.path.join(work_dir, "history.json"), "w") as f:
+        json.dump(history, f, indent=1)
+
+
+def load_run(run_dir):
+    import keras
+
+    import models.pointer_net  # noqa: F401  (registers the layers)
+
+    with open(os.path.join(run_dir, "meta.json")) as f:
+        meta = json.load(f)
+    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False,
+                                    safe_mode=True)
+    return model, meta
+
+
+def test_sizes_of(text):
+    try:
+        sizes = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise SystemExit(f"`--test-sizes` must be numbers separated by commas; received "
+                         f"{text!r}") from None
+    if not sizes or min(sizes) < 3:
+        raise SystemExit(f"`--test-sizes` must be at least 3 points each; received {text!r}")
+    return sizes
+
+
+def train(args):
+    import keras
+
+    from training.runtime import export_in_tensorflow, set_seed
+
+    task = TASKS[args.task]
+    sizes = test_sizes_of(args.test_sizes)
+    if task.name == "pointer-tsp" and max(sizes) > 12:
+        raise SystemExit("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
+    if args.mixed_precision:
+        keras.config.set_dtype_policy("mixed_float16")
+    set_seed(args.seed)
+    os.makedirs(args.work_dir, exist_ok=True)
+    print(f"{task.name}: {task.summary}; {args.train_instances} instances × {args.epochs} "
+          f"epochs, batch {args.batch_size}, on {keras.backend.backend()}", flush=True)
+    model, meta, history, seconds = fit_model(task, args)
+    print(f"trained in {seconds:.0f} s (data {meta['data_seconds']:.0f} s)", flush=True)
+    results = figures(model, task, args.seed, args.test_instances, sizes, args.beam_width)
+    meta.update(figures=results, test_instances=args.test_instances, test_sizes=list(sizes),
+                train_seconds=seconds)
+    save_run(args.work_dir, model, meta, history)
+    print(f"test ({args.test_instances} fresh instances per size):")
+    print_figures(results)
+    results = {"figures": results, "train_seconds": seconds, "export": None}
+    if not args.no_export:
+        path = export_in_tensorflow(task.name, args.work_dir, args.output_dir)
+        print(f"exported to {path}" if path else
+              "TensorFlow is not installed, so there is no SavedModel export; where it is, run: "
+              f"keras-attn export {task.name} --run-dir {args.work_dir}")
+        results["export"] = path
+    return results
+
+
+def evaluate(args):
+    """The test figures of a run directory (or an export's assets.extra/)."""
+    if args.data:
+        raise SystemExit(f"evaluate {args.task}: the point sets are generated; `--data` is not "
+                         "used")
+    model, meta = load_run(args.run_dir)
+    task = TASKS[meta["task"]]
+    results = figures(model, task, int(meta.get("seed", 0)),
+                      int(meta.get("test_instances", 10_000)),
+                      tuple(meta.get("test_sizes", task.test_sizes)),
+                      int(meta.get("beam_width", 1)))
+    print(f"{args.run_dir}:")
+    print_figures(results)
+    return results
+
+
+def export(run_dir, export_root):
+    from training import export as export_lib
+
+    model, meta = load_run(run_dir)
+    return export_lib.export_pointer(model, meta, export_root, meta["task"], run_dir)
+
+
+# -- inputs for `predict` --------------------------------------------------------------------
+def check_points(points, point_dim, supported, name="the points"):
+    """One point set `(N, D)` (or `(N,)` for D = 1), finite, 1 ≤ N ≤ supported."""
+    points = np.asarray(points, dtype="float32")
+    if points.ndim == 1 and point_dim == 1:
+        points = points[:, None]
+    if points.ndim != 2 or points.shape[1] != point_dim:
+        raise ValueError(f"{name} must be (N, {point_dim}): {point_dim} coordinate(s) a point, "
+                         f"as the model was trained; received shape {points.shape}.")
+    if len(points) == 0:
+        raise ValueError(f"{name} is empty: the model needs at least one point.")
+    if len(points) > supported:
+        raise ValueError(f"{name} has {len(points)} points; the model supports at most "
+                         f"{supported}.")
+    if not np.all(np.isfinite(points)):
+        raise ValueError(f"{name} contains NaN or infinite coordinates.")
+    return points
+
+
+def read_points(path, point_dim, supported):
+    """A `.npy` array or a text file of one point a line (coordinates separated by
+    spaces or commas)."""
+    try:
+        if path.endswith(".npy"):
+            data = np.load(path)
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read().replace(",", " ")
+            data = np.array([[float(v) for v in line.split()] for line in text.splitlines()
+                             if line.strip()], dtype="float32").reshape(-1, point_dim)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: cannot read points ({error}).") from None
+    return check_points(data, point_dim, supported, name=path)
+
+
+def parse_points(text, point_dim, supported):
+    """`"x y; x y; …"` (or `"v v v"` for one coordinate)."""
+    try:
+        values = [float(v) for v in text.replace(";", " ").replace(",", " ").split()]
+    except ValueError:
+        raise ValueError(f"--points must be numbers; received {text!r}.") from None
+    if len(values) % point_dim:
+        raise ValueError(f"--points needs {point_dim} coordinate(s) a point; received "
+                         f"{len(values)} numbers.")
+    return check_points(np.reshape(values, (-1, point_dim)), point_dim, supported,
+                        name="--points")
