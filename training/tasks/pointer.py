@@ -116,20 +116,20 @@ TASKS = {
         name="pointer-sort",
         summary="pointer network: sort N ∈ [5, 10] uniform floats (indices in increasing order)",
         point_dim=1, sizes=(5, 10), test_sizes=(5, 10, 15), answers=sort_answers,
-        score=sort_score, model={}, instances=500_000, epochs=4,
+        score=sort_score, model={}, instances=200_000, epochs=2,
     ),
     "pointer-hull": PointTask(
         name="pointer-hull",
         summary="pointer network: planar convex hull of N ∈ [5, 20] points, counter-clockwise",
         point_dim=2, sizes=(5, 20), test_sizes=(5, 10, 20, 50), answers=hull_answers,
-        score=hull_score, model={"min_outputs": 3}, instances=500_000, epochs=4,
+        score=hull_score, model={"min_outputs": 3}, instances=200_000, epochs=3,
     ),
     "pointer-tsp": PointTask(
         name="pointer-tsp",
         summary="pointer network: Euclidean TSP, N ∈ [5, 10], optimal (Held–Karp) tours",
         point_dim=2, sizes=(5, 10), test_sizes=(5, 10), answers=tsp_answers,
-        score=tsp_score, model={"start_index": 0}, instances=500_000, epochs=4,
-        beam_widths=(1, 16),
+        score=tsp_score, model={"start_index": 0}, instances=500_000, epochs=3,
+        beam_widths=(1, 32),
     ),
 }
 
@@ -231,7 +231,7 @@ def predict_indices(model, points, lengths=None, beam_width=1, select="log_prob"
 
     from models.pointer_net import decode
 
-    chunk = chunk or (5000 if beam_width == 1 else max(200, 4000 // beam_width))
+    chunk = chunk or (5000 if beam_width == 1 else max(200, 40_000 // beam_width))
     indices, log_probs = [], []
     for start in range(0, len(points), chunk):
         part = None if lengths is None else lengths[start : start + chunk]
