@@ -151,15 +151,15 @@ def _cycle_lengths(dist, tours):
 # -- metrics -----------------------------------------------------------------------------
 
 
-def valid_indices(indices, length):
-    """The non-padding entries of one decoded row (`-1` is padding)."""
+def answer(indices):
+    """One decoded row without its `-1` padding."""
     indices = np.asarray(indices)
-    return indices[indices >= 0][: max(length, 0)] if length is not None else indices[indices >= 0]
+    return indices[indices >= 0]
 
 
 def is_permutation(indices, n):
-    return len(indices) == n and len(set(indices.tolist())) == n and indices.min(initial=0) >= 0 \
-        and indices.max(initial=-1) < n
+    """Each of `0 … n − 1` exactly once."""
+    return len(indices) == n and np.array_equal(np.sort(indices), np.arange(n))
 
 
 def is_sorted_output(values, indices):

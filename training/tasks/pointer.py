@@ -32,7 +32,7 @@ class PointTask:
         test_sizes: the `N` of each test figure.
         answers: `fn(points (count, n, D)) → (count, n)` indices, `-1` after the
             answer (a test instance's ground truth).
-        score: `fn(points, truths, predictions, optimal) → dict` for one test size.
+        score: `fn(points, truths, predictions) → dict` for one test size.
         model: `PointerNetConfig` fields of the task (`min_outputs`, `start_index`).
         instances, epochs: the default training set and passes over it.
         beam_widths: the test figures' decoders (1: greedy).
@@ -70,13 +70,8 @@ def tsp_answers(points):
     return geometry.held_karp(points)[0]
 
 
-def _rows(points, predictions):
-    """Each decoded row's indices (the `-1` padding dropped)."""
-    return [geometry.valid_indices(row, None) for row in predictions]
-
-
 def sort_score(points, truths, predictions):
-    rows = _rows(points, predictions)
+    rows = [geometry.answer(row) for row in predictions]
     values = points[..., 0]
     return {
         "accuracy": float(np.mean([geometry.is_sorted_output(v, r)
@@ -88,7 +83,7 @@ def sort_score(points, truths, predictions):
 
 
 def hull_score(points, truths, predictions):
-    rows = _rows(points, predictions)
+    rows = [geometry.answer(row) for row in predictions]
     truths = [t[t >= 0] for t in truths]
     figures = geometry.hull_figures(points, truths, rows)
     figures["valid"] = float(np.mean([len(set(r.tolist())) == len(r) and len(r) > 0
@@ -97,7 +92,7 @@ def hull_score(points, truths, predictions):
 
 
 def tsp_score(points, truths, predictions):
-    rows = _rows(points, predictions)
+    rows = [geometry.answer(row) for row in predictions]
     n = points.shape[1]
     lengths = np.array([geometry.tour_length(p, r) for p, r in zip(points, rows, strict=True)])
     optimal = np.array([geometry.tour_length(p, t) for p, t in zip(points, truths, strict=True)])
@@ -128,7 +123,7 @@ TASKS = {
         name="pointer-tsp",
         summary="pointer network: Euclidean TSP, N ∈ [5, 10], optimal (Held–Karp) tours",
         point_dim=2, sizes=(5, 10), test_sizes=(5, 10), answers=tsp_answers,
-        score=tsp_score, model={"start_index": 0}, instances=500_000, epochs=3,
+        score=tsp_score, model={"start_index": 0}, instances=400_000, epochs=2,
         beam_widths=(1, 32),
     ),
 }
@@ -202,10 +197,10 @@ def training_set(task, seed, count, min_points, max_points, stream=0):
 def model_inputs(task, points, lengths, answers):
     from models.pointer_net import teacher_forcing
 
-    tokens, targets, weights = teacher_forcing(answers, task.model.get("start_index"))
-    if task.model.get("start_index") is not None:
-        # The start point is given, not predicted: drop it from the targets.
-        tokens, targets, weights = teacher_forcing(answers[:, 1:], task.model["start_index"])
+    start = task.model.get("start_index")
+    # A start point is given, not predicted: it is not a target.
+    tokens, targets, weights = teacher_forcing(answers if start is None else answers[:, 1:],
+                                               start)
     return {"points": points, "lengths": lengths, "decoder_tokens": tokens}, targets, weights
 
 
