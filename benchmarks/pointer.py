@@ -13,8 +13,9 @@ prints and writes (JSON):
 
 * the training budget: instances, epochs, steps, seconds, backend;
 * the learning curve: loss, validation loss and validation step accuracy per epoch;
-* per test size and decoder (greedy; beam search, the run's width or
-  `--beam-width`; for TSP also the shortest tour of the beam): sorting accuracy, hull accuracy and area coverage, tour length
+* per test size and decoder (greedy; beam search of the run's width, or of
+  `--beam-width` where the run decodes greedily; for TSP also the shortest tour
+  of the beam): sorting accuracy, hull accuracy and area coverage, tour length
   and its ratio to the optimal (Held–Karp) length, and the share of valid outputs;
 * each target of the issue and whether it is met.
 """
@@ -102,7 +103,9 @@ def run_task(task, args):
         model, meta, history, seconds = pointer.fit_model(spec, flags)
     sizes = tuple(meta.get("test_sizes", spec.test_sizes))
     start = time.time()
-    beam_width = args.beam_width or int(meta["beam_width"])
+    beam_width = int(meta["beam_width"])
+    if beam_width == 1 and args.beam_width:
+        beam_width = args.beam_width
     figures = pointer.figures(model, spec, int(meta["seed"]), args.test_instances, sizes,
                               beam_width)
     budget = {k: meta.get(k) for k in ("backend", "train_instances", "epochs", "batch_size",
@@ -140,7 +143,8 @@ def main():
     parser.add_argument("--test-instances", type=int, default=10_000)
     parser.add_argument("--runs-dir", help="test the runs `keras-attn train` left here")
     parser.add_argument("--beam-width", type=int,
-                        help="also test beam search of this width (default: the run's decoder)")
+                        help="also test beam search of this width where the run decodes "
+                        "greedily (sorting, hull)")
     parser.add_argument("--output", help="JSON path (default benchmarks/results/pointer.json)")
     args = parser.parse_args()
 
