@@ -146,6 +146,8 @@ def main():
                         help="also test beam search of this width where the run decodes "
                         "greedily (sorting, hull)")
     parser.add_argument("--output", help="JSON path (default benchmarks/results/pointer.json)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other tasks already in the output file")
     args = parser.parse_args()
 
     import keras
@@ -155,13 +157,17 @@ def main():
     unknown = sorted(set(tasks) - set(TASK_NAMES))
     if unknown:
         raise SystemExit(f"--tasks: unknown {unknown}; expected some of {TASK_NAMES}")
+    output = args.output or default_path("pointer")
+    command = " ".join(["python", "benchmarks/pointer.py", *sys.argv[1:]])
     result = {"backend": keras.backend.backend(), "test_instances": args.test_instances,
-              "command": " ".join(["python", "benchmarks/pointer.py", *sys.argv[1:]]),
               "tasks": {}}
+    if args.merge and os.path.exists(output):
+        with open(output) as f:
+            result = json.load(f)
     for task in tasks:
-        result["tasks"][task] = run_task(task, args)
+        result["tasks"][task] = {**run_task(task, args), "command": command}
         print_task(result["tasks"][task])
-    write_results(result, args.output or default_path("pointer"))
+    write_results(result, output)
 
 
 if __name__ == "__main__":

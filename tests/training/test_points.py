@@ -76,6 +76,7 @@ def test_tsp_figures():
     best = pointer.tsp_score(square, truth, truth)
     assert best["mean_length"] == pytest.approx(4.0) and best["ratio_to_optimal"] == 1.0
     assert best["optimal_found"] == 1.0 and best["valid"] == 1.0
+    assert best["nearest_neighbour_mean_length"] == pytest.approx(4.0)
     crossed = pointer.tsp_score(square, truth, np.array([[0, 2, 1, 3]]))
     assert crossed["mean_length"] == pytest.approx(2 + 2 * np.sqrt(2))
     assert crossed["optimal_found"] == 0.0
@@ -118,3 +119,14 @@ def test_points_given_to_predict_are_checked():
         pointer.parse_points("0 0; 1", 2, 100)
     with pytest.raises(ValueError, match="must be numbers"):
         pointer.parse_points("a b", 2, 100)
+
+
+def test_nearest_neighbour_tours(rng):
+    line = np.array([[[0.0, 0.0], [3.0, 0.0], [1.0, 0.0], [2.0, 0.0]]])
+    np.testing.assert_array_equal(geometry.nearest_neighbour_tours(line), [[0, 2, 3, 1]])
+    points = geometry.uniform_points(rng, 200, 9, 2)
+    tours = geometry.nearest_neighbour_tours(points)
+    assert all(sorted(t) == list(range(9)) and t[0] == 0 for t in tours)
+    optimal = geometry.held_karp(points)[1]
+    lengths = [geometry.tour_length(p, t) for p, t in zip(points, tours, strict=True)]
+    assert np.all(np.array(lengths) >= optimal - 1e-6)

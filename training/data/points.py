@@ -218,6 +218,23 @@ def hull_figures(points, truths, predictions):
             "simple_polygons": float(np.mean(np.array(coverage) > 0)), "n": len(exact)}
 
 
+def nearest_neighbour_tours(points, start=0):
+    """The greedy baseline: from `start`, always on to the nearest unvisited point.
+    `(count, n, 2)` → `(count, n)` tours."""
+    count, n = points.shape[:2]
+    dist = pairwise_distances(points)
+    rows = np.arange(count)
+    visited = np.zeros((count, n), dtype=bool)
+    tours = np.zeros((count, n), dtype=np.int64)
+    tours[:, 0] = start
+    visited[:, start] = True
+    for step in range(1, n):
+        here = dist[rows, tours[:, step - 1]]
+        tours[:, step] = np.argmin(np.where(visited, np.inf, here), axis=1)
+        visited[rows, tours[:, step]] = True
+    return tours
+
+
 def tour_length(points, tour):
     """The closed tour's Euclidean length."""
     p = points[np.asarray(tour)].astype(np.float64)

@@ -96,7 +96,10 @@ def tsp_score(points, truths, predictions):
     n = points.shape[1]
     lengths = np.array([geometry.tour_length(p, r) for p, r in zip(points, rows, strict=True)])
     optimal = np.array([geometry.tour_length(p, t) for p, t in zip(points, truths, strict=True)])
+    nearest = geometry.nearest_neighbour_tours(points)
     return {
+        "nearest_neighbour_mean_length": float(np.mean(
+            [geometry.tour_length(p, t) for p, t in zip(points, nearest, strict=True)])),
         "mean_length": float(np.mean(lengths)),
         "optimal_mean_length": float(np.mean(optimal)),
         "ratio_to_optimal": float(np.mean(lengths) / np.mean(optimal)),
