@@ -1,5 +1,6 @@
 """Process-wide settings for training runs that keep TensorFlow out of non-TF backends."""
 
+import json
 import os
 import random
 import subprocess
@@ -77,3 +78,25 @@ def export_in_tensorflow(task, run_dir, export_root):
     if result.returncode != 0:
         raise RuntimeError(f"export failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1].split(" ", 2)[-1]
+
+
+def save_run(work_dir, model, meta, **records):
+    """A run folder: `model.keras`, `meta.json`, and each record as `<name>.json`
+    (a learning curve, a fit history)."""
+    model.save(os.path.join(work_dir, "model.keras"))
+    with open(os.path.join(work_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+    for name, record in records.items():
+        with open(os.path.join(work_dir, f"{name}.json"), "w") as f:
+            json.dump(record, f, indent=1)
+
+
+def load_run(run_dir):
+    """`(model, meta)` of a `save_run` folder; the model's layers must be registered."""
+    import keras
+
+    with open(os.path.join(run_dir, "meta.json")) as f:
+        meta = json.load(f)
+    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False,
+                                    safe_mode=True)
+    return model, meta

@@ -11,7 +11,6 @@ sequences seen) is saved with the run.
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import time
@@ -306,30 +305,17 @@ def fit_model(task, args):
     return model, meta, monitor, time.time() - start
 
 
-def save_run(work_dir, model, meta, curve):
-    model.save(os.path.join(work_dir, "model.keras"))
-    with open(os.path.join(work_dir, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
-    with open(os.path.join(work_dir, "curve.json"), "w") as f:
-        json.dump(curve, f, indent=1)
-
-
 def load_run(run_dir):
-    import keras
-
     import models.ntm  # noqa: F401  (registers the layers)
+    from training import runtime
 
-    with open(os.path.join(run_dir, "meta.json")) as f:
-        meta = json.load(f)
-    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False,
-                                    safe_mode=True)
-    return model, meta
+    return runtime.load_run(run_dir)
 
 
 def train(args):
     import keras
 
-    from training.runtime import export_in_tensorflow, set_seed
+    from training.runtime import export_in_tensorflow, save_run, set_seed
 
     task = TASKS[args.task]
     if args.mixed_precision:
@@ -348,7 +334,7 @@ def train(args):
         "test": figures(model, task, args.seed, args.test_sequences),
     }
     meta["figures"], meta["test_sequences"] = results, args.test_sequences
-    save_run(args.work_dir, model, meta, monitor.curve)
+    save_run(args.work_dir, model, meta, curve=monitor.curve)
     reached = monitor.converged_at
     print(f"trained on {seen} sequences in {seconds:.0f} s; " + (
         f"validation bit errors < {args.target_errors} first after {reached['sequences']} "

@@ -8,7 +8,6 @@ each (10,000 instances by default, seeded apart from training).
 
 import argparse
 import dataclasses
-import json
 import os
 import time
 from typing import Callable
@@ -324,24 +323,11 @@ def fit_model(task, args):
     return model, meta, history.history, time.time() - start
 
 
-def save_run(work_dir, model, meta, history):
-    model.save(os.path.join(work_dir, "model.keras"))
-    with open(os.path.join(work_dir, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
-    with open(os.path.join(work_dir, "history.json"), "w") as f:
-        json.dump(history, f, indent=1)
-
-
 def load_run(run_dir):
-    import keras
-
     import models.pointer_net  # noqa: F401  (registers the layers)
+    from training import runtime
 
-    with open(os.path.join(run_dir, "meta.json")) as f:
-        meta = json.load(f)
-    model = keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False,
-                                    safe_mode=True)
-    return model, meta
+    return runtime.load_run(run_dir)
 
 
 def test_sizes_of(text):
@@ -358,7 +344,7 @@ def test_sizes_of(text):
 def train(args):
     import keras
 
-    from training.runtime import export_in_tensorflow, set_seed
+    from training.runtime import export_in_tensorflow, save_run, set_seed
 
     task = TASKS[args.task]
     sizes = test_sizes_of(args.test_sizes)
@@ -375,7 +361,7 @@ def train(args):
     results = figures(model, task, args.seed, args.test_instances, sizes, args.beam_width)
     meta.update(figures=results, test_instances=args.test_instances, test_sizes=list(sizes),
                 train_seconds=seconds)
-    save_run(args.work_dir, model, meta, history)
+    save_run(args.work_dir, model, meta, history=history)
     print(f"test ({args.test_instances} fresh instances per size):")
     print_figures(results)
     results = {"figures": results, "train_seconds": seconds, "export": None}
