@@ -80,6 +80,16 @@ def export_in_tensorflow(task, run_dir, export_root):
     return result.stdout.strip().splitlines()[-1].split(" ", 2)[-1]
 
 
+def export_and_report(task, run_dir, export_root):
+    """`export_in_tensorflow`, printing where the export went or, without
+    TensorFlow, the command that exports the run later. Returns the path or `None`."""
+    path = export_in_tensorflow(task, run_dir, export_root)
+    print(f"exported to {path}" if path else
+          "TensorFlow is not installed, so there is no SavedModel export; where it is, run: "
+          f"keras-attn export {task} --run-dir {run_dir}")
+    return path
+
+
 def save_run(work_dir, model, meta, **records):
     """A run folder: `model.keras`, `meta.json`, and each record as `<name>.json`
     (a learning curve, a fit history)."""

@@ -321,12 +321,9 @@ def train(args):
         print_figures("test:", results["test"], task_names(meta))
     export_path = None
     if not args.no_export:
-        from training.runtime import export_in_tensorflow
+        from training.runtime import export_and_report
 
-        export_path = export_in_tensorflow("memn2n", args.work_dir, args.output_dir)
-        print(f"exported to {export_path}" if export_path else
-              "TensorFlow is not installed, so there is no SavedModel export; where it is, run: "
-              f"keras-attn export memn2n --run-dir {args.work_dir}")
+        export_path = export_and_report("memn2n", args.work_dir, args.output_dir)
     sample = test[:3]
     answers, probs, _ = answer(model, data["vocab"], meta, sample)
     print("sample answers (held-out):")

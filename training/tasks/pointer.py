@@ -344,7 +344,7 @@ def test_sizes_of(text):
 def train(args):
     import keras
 
-    from training.runtime import export_in_tensorflow, save_run, set_seed
+    from training.runtime import export_and_report, save_run, set_seed
 
     task = TASKS[args.task]
     sizes = test_sizes_of(args.test_sizes)
@@ -366,11 +366,7 @@ def train(args):
     print_figures(results)
     results = {"figures": results, "train_seconds": seconds, "export": None}
     if not args.no_export:
-        path = export_in_tensorflow(task.name, args.work_dir, args.output_dir)
-        print(f"exported to {path}" if path else
-              "TensorFlow is not installed, so there is no SavedModel export; where it is, run: "
-              f"keras-attn export {task.name} --run-dir {args.work_dir}")
-        results["export"] = path
+        results["export"] = export_and_report(task.name, args.work_dir, args.output_dir)
     return results
 
 

@@ -307,16 +307,9 @@ def train(args):
     )
     export_path = None
     if not args.no_export:
-        from training.runtime import export_in_tensorflow
+        from training.runtime import export_and_report
 
-        export_path = export_in_tensorflow("translator", args.work_dir, args.output_dir)
-        if export_path:
-            print(f"exported to {export_path}")
-        else:
-            print(
-                "TensorFlow is not installed, so there is no SavedModel export; where it is, "
-                f"run: keras-attn export translator --run-dir {args.work_dir}"
-            )
+        export_path = export_and_report("translator", args.work_dir, args.output_dir)
     print("sample translations (held-out):")
     for (source, target), translation in zip(sample, translations, strict=True):
         mark = "✓" if translation == target else "✗"
