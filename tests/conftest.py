@@ -1,10 +1,12 @@
 import os
 
-import keras
-import numpy as np
-import pytest
+import training  # noqa: F401  (TensorFlow's allocator setting, before Keras starts it)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
