@@ -66,6 +66,8 @@ def one_run(job):
     """Trains one model; returns its curve and figures (in a worker)."""
     os.environ["KERAS_BACKEND"] = job["backend"]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+
     import keras
 
     from training.runtime import set_seed

@@ -150,6 +150,8 @@ def main():
                         help="keep the other tasks already in the output file")
     args = parser.parse_args()
 
+    import training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+
     import keras
     from results_io import default_path, write_results
 

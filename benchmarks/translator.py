@@ -26,10 +26,11 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import training  # noqa: E402, F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+
 import keras  # noqa: E402
 from keras import ops  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_io import default_path, write_results  # noqa: E402
 
