@@ -13,7 +13,9 @@ Cases (B=64, T=128, d=256, 8 heads, as in the foundation issue):
   (b) keras_attn.LuongAttention(score="dot") vs keras.layers.Attention()
   (c) one BahdanauAttention decoder step over T keys, units=256, with the key
       projection precomputed once per sequence vs recomputed every step; timed
-      forward+backward (teacher-forced training) and forward only (decoding)
+      forward+backward (teacher-forced training) and forward only (decoding), for
+      a memory of d=256 features (the issue's size) and of 2·units=512 (the
+      paper's bidirectional encoder, whose annotations are twice the units wide)
 """
 
 import argparse
@@ -106,12 +108,21 @@ def main(argv=None):
     parser.add_argument("--units", type=int, default=256)
     parser.add_argument("--steps", type=int, default=20, help="timed steps (≥ 10)")
     parser.add_argument(
+        "--memory-dims",
+        default="256,512",
+        help="comma-separated memory widths for case (c); the first is the headline",
+    )
+    parser.add_argument(
         "--output",
         default=default_path("attention_layers"),
     )
     args = parser.parse_args(argv)
     if args.steps < 10:
         parser.error("--steps must be at least 10")
+    try:
+        memory_dims = [int(x) for x in args.memory_dims.split(",")]
+    except ValueError:
+        parser.error(f"--memory-dims must be comma-separated integers; received {args.memory_dims!r}")
     b, t, d, h, u = args.batch, args.length, args.dim, args.heads, args.units
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
@@ -125,8 +136,10 @@ def main(argv=None):
     # Forward matmul FLOPs of each case; backward costs twice the forward.
     mha_flops = 8 * b * t * d * d + 4 * b * t * t * d
     dot_flops = 4 * b * t * t * d
-    step_flops_recompute = 2 * b * t * d * u + 2 * b * d * u + 2 * b * t * u + 2 * b * t * d
-    step_flops_precomputed = 2 * b * d * u + 2 * b * t * u + 2 * b * t * d
+
+    def bahdanau_step_flops(memory_dim):
+        query = 2 * b * d * u + 2 * b * t * u + 2 * b * t * memory_dim
+        return {"precomputed": query, "recomputed": query + 2 * b * t * memory_dim * u}
 
     ours_mha = keras_attn.MultiHeadAttention(num_heads=h, key_dim=d // h)
     keras_mha = keras.layers.MultiHeadAttention(num_heads=h, key_dim=d // h)
@@ -144,9 +157,12 @@ def main(argv=None):
     ours_dot = keras_attn.LuongAttention(score="dot")
     keras_dot = KerasDot()
 
-    bahdanau = keras_attn.BahdanauAttention(units=u)
-    bahdanau(state, y)
-    keys = bahdanau.precompute_keys(y)
+    bahdanau_inputs = {}
+    for memory_dim in memory_dims:
+        memory = tf.constant(rng.normal(size=(b, t, memory_dim)).astype("float32"))
+        attention = keras_attn.BahdanauAttention(units=u)
+        attention(state, memory)
+        bahdanau_inputs[memory_dim] = (attention, memory, attention.precompute_keys(memory))
 
     cases = []
     for jit in (False, True):
@@ -157,7 +173,7 @@ def main(argv=None):
             },
             args.steps,
         )
-        cases.append(("a", "MultiHeadAttention", jit, times, mha_flops))
+        cases.append(("a", "MultiHeadAttention", jit, times, {k: mha_flops for k in times}, {}))
         times = time_alternating(
             {
                 "ours": train_step_fn(ours_dot, (x, y), jit),
@@ -165,12 +181,12 @@ def main(argv=None):
             },
             args.steps,
         )
-        cases.append(("b", "dot attention", jit, times, dot_flops))
+        cases.append(("b", "dot attention", jit, times, {k: dot_flops for k in times}, {}))
 
         class Step(keras.layers.Layer):
-            def __init__(self, precomputed):
+            def __init__(self, attention, precomputed):
                 super().__init__()
-                self.attention = bahdanau
+                self.attention = attention
                 self.precomputed = precomputed
 
             def call(self, query, values, keys):
@@ -178,29 +194,34 @@ def main(argv=None):
                     query, values, precomputed_keys=keys if self.precomputed else None
                 )
 
-        for label, make in (("Bahdanau step", train_step_fn), ("Bahdanau step fwd", forward_fn)):
-            times = time_alternating(
-                {
-                    "precomputed": make(Step(True), (state, y, keys), jit),
-                    "recomputed": make(Step(False), (state, y, keys), jit),
-                },
-                args.steps,
-            )
-            cases.append(("c", label, jit, times, None))
+        for memory_dim, (attention, memory, keys) in bahdanau_inputs.items():
+            for label, make in (("Bahdanau step", train_step_fn), ("Bahdanau step fwd", forward_fn)):
+                inputs = (state, memory, keys)
+                times = time_alternating(
+                    {
+                        "precomputed": make(Step(attention, True), inputs, jit),
+                        "recomputed": make(Step(attention, False), inputs, jit),
+                    },
+                    args.steps,
+                )
+                cases.append(
+                    (
+                        "c", f"{label} d={memory_dim}", jit, times,
+                        bahdanau_step_flops(memory_dim), {"memory_dim": memory_dim},
+                    )
+                )
 
     rows = []
     print()
-    header = f"{'case':<4}{'layer':<22}{'jit':<6}{'variant':<13}{'ms/step':>9}{'floor ms':>10}{'x floor':>9}{'ratio':>8}"
+    header = f"{'case':<5}{'layer':<28}{'jit':<6}{'variant':<13}{'ms/step':>9}{'floor ms':>10}{'x floor':>9}{'ratio':>8}"
     print(header)
     print("-" * len(header))
-    for case, name, jit, times, flops in cases:
-        passes = 1 if name.endswith("fwd") else 3
+    for case, name, jit, times, flop_of, extra in cases:
+        passes = 1 if " fwd" in name else 3
         if case == "c":
-            flop_of = {"precomputed": step_flops_precomputed, "recomputed": step_flops_recompute}
             reference = times["recomputed"]
             ratio_label = "speedup"
         else:
-            flop_of = {k: flops for k in times}
             reference = times["keras"]
             ratio_label = "ours/keras"
         for variant, seconds in times.items():
@@ -216,11 +237,12 @@ def main(argv=None):
                 "matmul_floor_ms": 1e3 * floor,
                 "times_floor": seconds / floor,
                 ratio_label: ratio,
+                **extra,
             }
             rows.append(row)
             shown = f"{ratio:.3f}" if variant in ("ours", "precomputed") else ""
             print(
-                f"{case:<4}{name:<22}{str(jit):<6}{variant:<13}{1e3 * seconds:>9.2f}"
+                f"{case:<5}{name:<28}{str(jit):<6}{variant:<13}{1e3 * seconds:>9.2f}"
                 f"{1e3 * floor:>10.2f}{seconds / floor:>9.2f}{shown:>8}"
             )
     summary = {
@@ -231,7 +253,7 @@ def main(argv=None):
             str(r["jit_compile"]): r["ours/keras"] for r in rows if r["case"] == "b" and r["variant"] == "ours"
         },
         "bahdanau_precomputed_speedup": {
-            f'{r["pass"]}, jit={r["jit_compile"]}': r["speedup"]
+            f'{r["pass"]}, jit={r["jit_compile"]}, d={r["memory_dim"]}': r["speedup"]
             for r in rows if r["case"] == "c" and r["variant"] == "precomputed"
         },
     }

@@ -59,12 +59,21 @@ def test_formulas_match_numpy(rng):
     np.testing.assert_allclose(cosine, 2.5 * qn @ kn.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
 
     additive = scores.AdditiveScore(units=6)
+    additive(q, k)
+    additive.bias.assign(rng.normal(size=6).astype("float32"))
     out = to_numpy(additive(q, k))
     wq = to_numpy(additive.query_projection.kernel)
     wk = to_numpy(additive.key_projection.kernel)
     v, b = to_numpy(additive.v), to_numpy(additive.bias)
     hidden = np.tanh((q @ wq)[:, :, None, :] + (k @ wk)[:, None, :, :] + b)
     np.testing.assert_allclose(out, hidden @ v, rtol=1e-5, atol=1e-6)
+    # A single query (rank 2, or Tq = 1) takes the decoder-step path.
+    np.testing.assert_allclose(
+        to_numpy(additive(q[:, 0], k)), (hidden @ v)[:, 0], rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(
+        to_numpy(additive(q[:, 1:2], k)), (hidden @ v)[:, 1:2], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_normalized_additive_uses_weight_norm(rng):
