@@ -67,7 +67,7 @@ def test_formulas_match_numpy(rng):
     v, b = to_numpy(additive.v), to_numpy(additive.bias)
     hidden = np.tanh((q @ wq)[:, :, None, :] + (k @ wk)[:, None, :, :] + b)
     np.testing.assert_allclose(out, hidden @ v, rtol=1e-5, atol=1e-6)
-    # A single query (rank 2, or Tq = 1) takes the decoder-step path.
+    # A single query (rank 2, or Tq = 1), as a decoder step passes, gives the same rows.
     np.testing.assert_allclose(
         to_numpy(additive(q[:, 0], k)), (hidden @ v)[:, 0], rtol=1e-5, atol=1e-6
     )
