@@ -90,11 +90,26 @@ def lookup_table(vocab_tokens):
     )
 
 
+def lowercase(text):
+    """`tf.strings.lower` in UTF-8 that keeps what follows a NUL character.
+
+    `tf.strings.lower(..., encoding="utf-8")` ends each string at its first NUL (ICU is
+    handed a C string), so `"a\\x00B"` would lose `"B"`. The pieces between NULs are
+    lowercased one by one, each given back its NUL, joined, and the last NUL dropped.
+    (`reduce_join`'s `separator` is cut at a NUL too, so it cannot rejoin them.)
+    """
+    pieces = tf.strings.split(text, sep="\x00")
+    lowered = tf.ragged.map_flat_values(tf.strings.lower, pieces, encoding="utf-8")
+    joined = tf.strings.reduce_join(lowered + "\x00", axis=-1)
+    length = tf.strings.length(joined)
+    return tf.strings.substr(joined, tf.zeros_like(length), length - 1)
+
+
 def tokenize(text, table, preprocess, max_length):
     """`tf.string [B]` → int32 ids `[B, max_length]`, as `training.text` does it."""
     text = tf.convert_to_tensor(text, tf.string)
     if preprocess.get("lowercase"):
-        text = tf.strings.lower(text, encoding="utf-8")
+        text = lowercase(text)
     if preprocess.get("space_punctuation"):
         text = tf.strings.regex_replace(text, r"([.?!,¿¡;:])", r" \1 ")
     if preprocess.get("collapse_whitespace"):
@@ -196,7 +211,7 @@ def write_serving_config(export_root):
 
 def normalize_words(text):
     """`tf.string` → the `training.data.babi.normalize` form: lowercase `[a-z0-9]` runs."""
-    text = tf.strings.lower(text, encoding="utf-8")
+    text = lowercase(text)
     text = tf.strings.regex_replace(text, "[^a-z0-9]+", " ")
     return tf.strings.regex_replace(text, "^ | $", "")
 

@@ -2,22 +2,22 @@
 
 import json
 import os
-import subprocess
-import sys
 
-import keras
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from tests.training.test_export import _tf_only
+from tests.training.serving import (
+    TENSORFLOW_BACKEND_ONLY,
+    saved_model_cli_run,
+    session_run,
+    tf_only,
+)
 from training.data import babi
 from training.data.stories import generate_questions
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
-)
+pytestmark = TENSORFLOW_BACKEND_ONLY
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +55,8 @@ def test_tensorflow_only_process_matches_keras_on_100_questions(trained, tmp_pat
     questions = generate_questions(1, 100, seed=42)
     answers, probabilities, attention = answer(model, vocab, meta, questions)
     stories = ["\n".join(q.story) for q in questions]
-    out = _tf_only(f"""
+    out = tf_only(f"""
         import json
-        try:
-            import keras_attn
-            raise SystemExit("keras_attn should not be importable here")
-        except ImportError:
-            pass
         import tensorflow as tf
         serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
         out = serve(story=tf.constant(json.loads({json.dumps(json.dumps(stories))})),
@@ -78,33 +73,17 @@ def test_tensorflow_only_process_matches_keras_on_100_questions(trained, tmp_pat
 
 
 def test_session_loader_as_tf_serving_does(trained, tmp_path):
-    out = _tf_only(f"""
-        import tensorflow as tf
-        tf.compat.v1.disable_eager_execution()
-        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
-            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
-            sig = meta.signature_def["serving_default"]
-            feed = {{sig.inputs["story"].name: ["Mary went to the kitchen.\\nJohn went to the garden."],
-                     sig.inputs["question"].name: ["Where is Mary?"]}}
-            fetch = {{k: v.name for k, v in sig.outputs.items()}}
-            result = sess.run(fetch, feed)
-        print(sorted(fetch), result["answer"].tolist(), result["hop_attention"].shape)
-    """, tmp_path)
-    assert "['answer', 'hop_attention', 'probability']" in out
-    assert "(1, 3, 12)" in out
+    feeds = {"story": np.array(["Mary went to the kitchen.\nJohn went to the garden."]),
+             "question": np.array(["Where is Mary?"])}
+    out = session_run(trained["export"], feeds, tmp_path)
+    assert sorted(out) == ["answer", "hop_attention", "probability"]
+    assert np.shape(out["hop_attention"]) == (1, 3, 12)
 
 
 def test_saved_model_cli_run(trained):
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run(
-        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
-         "--signature_def", "serving_default", "--input_exprs",
-         'story=["Mary went to the kitchen."];question=["Where is Mary?"]'],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert "answer" in result.stdout and "hop_attention" in result.stdout
+    out = saved_model_cli_run(trained["export"],
+                              'story=["Mary went to the kitchen."];question=["Where is Mary?"]')
+    assert "answer" in out and "hop_attention" in out
 
 
 def test_bad_inputs_have_defined_results_at_the_signature(trained):
@@ -131,6 +110,7 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 
 
 @settings(max_examples=40, deadline=None)
+@example(sentences=["Mary\x00Went home."], question="\x000")  # text after a NUL counts
 @given(
     sentences=st.lists(st.text(max_size=30), max_size=16),
     question=st.text(max_size=30),

@@ -2,19 +2,19 @@
 
 import json
 import os
-import subprocess
-import sys
 
-import keras
 import numpy as np
 import pytest
 
-from tests.training.test_export import _tf_only
+from tests.training.serving import (
+    TENSORFLOW_BACKEND_ONLY,
+    saved_model_cli_run,
+    session_run,
+    tf_only,
+)
 from training.data.algorithmic import copy_batch
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
-)
+pytestmark = TENSORFLOW_BACKEND_ONLY
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +60,9 @@ def test_tensorflow_only_process_matches_keras_beyond_the_trained_lengths(traine
     x, _ = copy_batch(np.random.default_rng(5), 3, 60)
     path = tmp_path / "x.npy"
     np.save(path, x)
-    out = _tf_only(f"""
+    out = tf_only(f"""
         import json
         import numpy as np
-        try:
-            import keras_attn
-            raise SystemExit("keras_attn should not be importable here")
-        except ImportError:
-            pass
         import tensorflow as tf
         serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
         out = serve(sequence=tf.constant(np.load({str(path)!r})))
@@ -86,32 +81,15 @@ def test_tensorflow_only_process_matches_keras_beyond_the_trained_lengths(traine
 
 
 def test_session_loader_as_tf_serving_does(trained, tmp_path):
-    out = _tf_only(f"""
-        import numpy as np
-        import tensorflow as tf
-        tf.compat.v1.disable_eager_execution()
-        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
-            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
-            sig = meta.signature_def["serving_default"]
-            feed = {{sig.inputs["sequence"].name: np.zeros((2, 7, 9), np.float32)}}
-            fetch = {{k: v.name for k, v in sig.outputs.items()}}
-            result = sess.run(fetch, feed)
-        print(sorted(fetch), result["output"].shape, result["read_weightings"].shape)
-    """, tmp_path)
-    assert "['output', 'read_weightings', 'valid', 'write_weightings'] (2, 7, 8) (2, 7, 1, 16)" in out
+    out = session_run(trained["export"], {"sequence": np.zeros((2, 7, 9), np.float32)}, tmp_path)
+    assert sorted(out) == ["output", "read_weightings", "valid", "write_weightings"]
+    assert np.shape(out["output"]) == (2, 7, 8)
+    assert np.shape(out["read_weightings"]) == (2, 7, 1, 16)
 
 
 def test_saved_model_cli_run(trained):
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run(
-        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
-         "--signature_def", "serving_default", "--input_exprs",
-         "sequence=" + str([[[0.0] * 8 + [1.0]] * 5])],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert "output" in result.stdout and "write_weightings" in result.stdout
+    out = saved_model_cli_run(trained["export"], "sequence=" + str([[[0.0] * 8 + [1.0]] * 5]))
+    assert "output" in out and "write_weightings" in out
 
 
 def test_bad_inputs_have_defined_results_at_the_signature(trained):

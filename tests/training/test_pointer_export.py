@@ -3,18 +3,18 @@ signature, and `predict` (TensorFlow backend)."""
 
 import json
 import os
-import subprocess
-import sys
 
-import keras
 import numpy as np
 import pytest
 
-from tests.training.test_export import _tf_only
-
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow", reason="export runs on the TensorFlow backend"
+from tests.training.serving import (
+    TENSORFLOW_BACKEND_ONLY,
+    saved_model_cli_run,
+    session_run,
+    tf_only,
 )
+
+pytestmark = TENSORFLOW_BACKEND_ONLY
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +60,8 @@ def test_tensorflow_only_process_matches_keras_on_mixed_lengths(trained, tmp_pat
     lengths = np.array([9, 5, 7, 3, 8], "int32")
     np.save(tmp_path / "points.npy", points)
     np.save(tmp_path / "lengths.npy", lengths)
-    out = _tf_only(f"""
+    out = tf_only(f"""
         import numpy as np
-        try:
-            import keras_attn
-            raise SystemExit("keras_attn should not be importable here")
-        except ImportError:
-            pass
         import tensorflow as tf
         serve = tf.saved_model.load({trained['export']!r}).signatures["serving_default"]
         out = serve(points=tf.constant(np.load("points.npy")),
@@ -86,35 +81,18 @@ def test_tensorflow_only_process_matches_keras_on_mixed_lengths(trained, tmp_pat
 
 
 def test_session_loader_as_tf_serving_does(trained, tmp_path):
-    out = _tf_only(f"""
-        import numpy as np
-        import tensorflow as tf
-        tf.compat.v1.disable_eager_execution()
-        with tf.compat.v1.Session(graph=tf.Graph()) as sess:
-            meta = tf.compat.v1.saved_model.loader.load(sess, ["serve"], {trained['export']!r})
-            sig = meta.signature_def["serving_default"]
-            feed = {{sig.inputs["points"].name: np.random.rand(2, 6, 2).astype(np.float32),
-                     sig.inputs["lengths"].name: np.array([6, 4], np.int32)}}
-            fetch = {{k: v.name for k, v in sig.outputs.items()}}
-            result = sess.run(fetch, feed)
-        print(sorted(fetch), result["indices"].tolist())
-    """, tmp_path)
-    assert "['indices', 'log_prob', 'pointer', 'valid']" in out
-    rows = json.loads(out.strip().split(" ", 4)[-1])
+    feeds = {"points": np.random.default_rng(2).random((2, 6, 2)).astype("float32"),
+             "lengths": np.array([6, 4], "int32")}
+    out = session_run(trained["export"], feeds, tmp_path)
+    assert sorted(out) == ["indices", "log_prob", "pointer", "valid"]
+    rows = out["indices"]
     assert sorted(rows[0]) == [0, 1, 2, 3, 4, 5] and sorted(rows[1]) == [-1, -1, 0, 1, 2, 3]
 
 
 def test_saved_model_cli_run(trained):
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run(
-        [cli, "run", "--dir", trained["export"], "--tag_set", "serve",
-         "--signature_def", "all_points", "--input_exprs",
-         "points=" + str([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.5, 0.2]]])],
-        capture_output=True, text=True, timeout=600,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert "indices" in result.stdout and "log_prob" in result.stdout
+    points = [[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0], [0.5, 0.2]]]
+    out = saved_model_cli_run(trained["export"], "points=" + str(points), signature="all_points")
+    assert "indices" in out and "log_prob" in out
 
 
 def test_bad_inputs_have_defined_results_at_the_signature(trained):
