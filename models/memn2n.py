@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from keras_attn.memory import MemN2N
+from models.compiling import compile_with_built_optimizer
 
 _PACKAGE = "keras_attn_models"
 
@@ -108,7 +109,8 @@ def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, ji
         opt = keras.optimizers.Adam(learning_rate, global_clipnorm=clipnorm)
     else:
         raise ValueError(f"`optimizer` must be 'sgd' or 'adam'; received {optimizer!r}.")
-    model.compile(
+    return compile_with_built_optimizer(
+        model,
         optimizer=opt,
         # Summed over the batch, as in the paper's code: its learning rate and
         # clipping norm are for the summed gradient (a mean would make the
@@ -117,7 +119,6 @@ def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, ji
         metrics=["accuracy"],
         jit_compile=jit_compile,
     )
-    return model
 
 
 class MemN2NSchedule(keras.callbacks.Callback):

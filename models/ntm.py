@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from keras_attn.memory import NTMCell
+from models.compiling import compile_with_built_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")
@@ -98,10 +99,10 @@ def bit_errors(y_true, y_pred):
 
 def compile_ntm(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):
     """RMSprop (momentum 0.9), as Graves et al. and the reference implementations."""
-    model.compile(
+    return compile_with_built_optimizer(
+        model,
         optimizer=keras.optimizers.RMSprop(learning_rate, momentum=0.9, clipnorm=clipnorm),
         loss=bits_per_sequence,
         metrics=[bit_errors],
         jit_compile=jit_compile,
     )
-    return model

@@ -32,6 +32,7 @@ from keras import ops
 
 import keras_attn
 from keras_attn import decoding
+from models.compiling import compile_with_built_optimizer
 
 END, START = 0, 0
 ENCODERS = ("set", "lstm")
@@ -282,13 +283,13 @@ def compile_pointer_net(model, learning_rate=1e-3, clipnorm=1.0, jit_compile=Tru
     The model's outputs are log-probabilities, so `from_logits=True` is exact: a
     log-softmax leaves them unchanged.
     """
-    model.compile(
+    return compile_with_built_optimizer(
+        model,
         optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="step_accuracy")],
         jit_compile=jit_compile,
     )
-    return model
 
 
 def teacher_forcing(outputs, start_index=None):

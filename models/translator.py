@@ -13,6 +13,7 @@ from keras import ops
 
 import keras_attn
 from keras_attn import decoding
+from models.compiling import compile_with_built_optimizer
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat")
@@ -234,13 +235,13 @@ def build_translator(config):
 
 def compile_translator(model, learning_rate=3e-3, jit_compile="auto"):
     """Masked cross-entropy (padding carries zero sample weight) and token accuracy."""
-    model.compile(
+    return compile_with_built_optimizer(
+        model,
         optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
         jit_compile=jit_compile,
     )
-    return model
 
 
 def generate(

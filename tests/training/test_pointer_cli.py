@@ -10,8 +10,8 @@ from training import cli
 from training.tasks import pointer
 
 SMALL = ["--units", "16", "--encoder-layers", "1", "--heads", "2", "--train-instances", "64",
-         "--epochs", "1", "--batch-size", "32", "--test-instances", "20", "--no-export",
-         "--quiet"]
+         "--validation-instances", "32", "--epochs", "1", "--batch-size", "32",
+         "--test-instances", "20", "--no-export", "--quiet"]
 
 
 @pytest.mark.parametrize("name", sorted(pointer.TASKS))
@@ -22,6 +22,8 @@ def test_trains_saves_its_run_and_evaluates_the_same(name, tmp_path, capsys):
     printed = capsys.readouterr().out
     meta = json.load(open(os.path.join(work, "meta.json")))
     assert meta["task"] == name and meta["train_sizes"] == [pointer.TASKS[name].sizes[0], 7]
+    assert meta["validation_instances"] == 32
+    assert len(json.load(open(os.path.join(work, "history.json")))["val_loss"]) == 1
     assert set(meta["figures"]) == {"N=5", "N=6"}
     for by_decoder in meta["figures"].values():
         assert by_decoder["greedy"]["valid"] == 1.0  # every decoded answer is well formed
@@ -39,6 +41,7 @@ def test_trains_saves_its_run_and_evaluates_the_same(name, tmp_path, capsys):
     (["--max-points", "200"], "≤ --supported-points"),
     (["--test-sizes", "5,x"], "numbers separated by commas"),
     (["--epochs", "0"], "`--epochs` must be ≥ 1"),
+    (["--validation-instances", "0"], "`--validation-instances` must be ≥ 1"),
 ])
 def test_bad_training_flags_stop_with_a_message(flags, message, tmp_path):
     with pytest.raises(SystemExit, match=message):

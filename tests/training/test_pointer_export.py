@@ -25,8 +25,8 @@ def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("pointer")
     work, out = str(root / "work"), str(root / "saved_models")
     cli.main(["train", "pointer-tsp", "--units", "16", "--encoder-layers", "1", "--heads", "2",
-              "--train-instances", "64", "--epochs", "1", "--batch-size", "32",
-              "--test-instances", "10", "--test-sizes", "5", "--beam-width", "3",
+              "--train-instances", "64", "--validation-instances", "32", "--epochs", "1",
+              "--batch-size", "32", "--test-instances", "10", "--test-sizes", "5", "--beam-width", "3",
               "--supported-points", "12", "--work-dir", work, "--output-dir", out, "--quiet"])
     return {"work": work, "export": os.path.join(out, "pointer-tsp", "1")}
 

@@ -137,6 +137,8 @@ def add_arguments(parser, task_name):
     data.add_argument("--min-points", type=int, default=task.sizes[0], help="smallest training N")
     data.add_argument("--max-points", type=int, default=task.sizes[1], help="largest training N")
     data.add_argument("--train-instances", type=int, default=task.instances)
+    data.add_argument("--validation-instances", type=int, default=VALIDATION_INSTANCES,
+                      help="mixed-size instances for each epoch's validation loss")
     data.add_argument("--test-instances", type=int, default=10_000, help="per test size")
     data.add_argument("--test-sizes", default=",".join(map(str, task.test_sizes)),
                       help="the N of each test figure, comma-separated")
@@ -278,7 +280,8 @@ def fit_model(task, args):
     from models.pointer_net import build_pointer_net, compile_pointer_net
     from training.runtime import run_callbacks
 
-    for name in ("train_instances", "epochs", "batch_size", "min_points", "test_instances"):
+    for name in ("train_instances", "validation_instances", "epochs", "batch_size",
+                 "min_points", "test_instances"):
         if getattr(args, name) < 1:
             raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
                              f"{getattr(args, name)}")
@@ -292,7 +295,7 @@ def fit_model(task, args):
                          f"--max-points ≤ 12; received {args.max_points}")
     start = time.time()
     train = training_set(task, args.seed, args.train_instances, args.min_points, args.max_points)
-    validation = training_set(task, args.seed, VALIDATION_INSTANCES, args.min_points,
+    validation = training_set(task, args.seed, args.validation_instances, args.min_points,
                               args.max_points, stream=1)
     data_seconds = time.time() - start
     if not args.quiet:
@@ -318,6 +321,7 @@ def fit_model(task, args):
             "batch_size": args.batch_size, "learning_rate": args.learning_rate,
             "warmup_steps": warmup, "epochs": args.epochs,
             "train_instances": args.train_instances,
+            "validation_instances": args.validation_instances,
             "train_sizes": [args.min_points, args.max_points], "beam_width": args.beam_width,
             "data_seconds": data_seconds, **dataclasses.asdict(config)}
     return model, meta, history.history, time.time() - start
