@@ -6,8 +6,8 @@ def compile_with_built_optimizer(model, **compile_arguments):
 
     Keras 3 on the TensorFlow backend, without a distribution strategy, creates
     the optimizer's slots (Adam's moments, RMSprop's averages) inside the first
-    traced train step, and a `tf.function` that creates variables while
-    tracing is traced a second time. Building them here saves that second
+    traced train step, and TensorFlow traces a function that creates
+    variables a second time. Building them here saves that second
     trace: a small translator's first two-epoch `fit` took 7.0 s instead of
     9.9–12.0 s. It also lets `model.load_weights` restore the optimizer
     of a saved run into a freshly compiled model; unbuilt, Keras skips it with
