@@ -369,10 +369,16 @@ class AdditiveScore(AttentionScore):
         v = self.v
         if self.g is not None:
             v = self.g * v / ops.sqrt(ops.sum(ops.square(v)))
-        # v as (1, 1, units, 1): equal ranks make one broadcasting batched matmul
-        # (a rank-2 operand would go through Tensordot, see `_project_rows`).
-        v = ops.reshape(ops.cast(v, hidden.dtype), (1, 1, -1, 1))
-        return ops.squeeze(ops.matmul(hidden, v), -1)
+        # One (B·Tq·Tk, units) × (units, 1) matmul. The broadcasting rank-4
+        # batched matmul against v as (1, 1, units, 1) gave wrong numbers or
+        # corrupted the heap, forward and backward, in TF 2.21's oneDNN kernel
+        # on an AVX-512 CPU (tensorflow/tensorflow#123109).
+        shape = ops.shape(hidden)
+        rows = ops.matmul(
+            ops.reshape(hidden, (-1, hidden.shape[-1])),
+            ops.reshape(ops.cast(v, hidden.dtype), (-1, 1)),
+        )
+        return ops.reshape(rows, (shape[0], shape[1], shape[2]))
 
     def get_config(self):
         return {

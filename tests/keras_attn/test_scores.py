@@ -1,9 +1,10 @@
+import keras
 import numpy as np
 import pytest
 
 import keras_attn
 from keras_attn import scores
-from tests.keras_attn.contract import run_layer_contract, to_numpy
+from tests.keras_attn.contract import run_layer_contract, to_numpy, trainable_gradients
 
 
 def _inputs(rng, b=2, tq=3, tk=5, dq=4, dk=4):
@@ -74,6 +75,43 @@ def test_formulas_match_numpy(rng):
     np.testing.assert_allclose(
         to_numpy(additive(q[:, 1:2], k)), (hidden @ v)[:, 1:2], rtol=1e-5, atol=1e-6
     )
+
+
+def test_additive_single_query_value_and_gradients_match_numpy(rng):
+    # A decoder step's shape: one query per row, batch > 2. On TF 2.21's oneDNN
+    # AVX-512 kernels a broadcasting rank-4 matmul gave garbage for exactly this.
+    b, tk, dq, dk, units = 5, 7, 4, 6, 8
+    q = rng.normal(size=(b, dq)).astype("float32")
+    k = rng.normal(size=(b, tk, dk)).astype("float32")
+    target = rng.normal(size=(b, tk)).astype("float32")
+    layer = scores.AdditiveScore(units=units)
+    symbolic = {"query": keras.Input((dq,)), "keys": keras.Input((tk, dk))}
+    model = keras.Model(symbolic, layer(symbolic["query"], symbolic["keys"]))
+    layer.bias.assign(rng.normal(size=units).astype("float32"))
+    wq = to_numpy(layer.query_projection.kernel)
+    wk = to_numpy(layer.key_projection.kernel)
+    v, bias = to_numpy(layer.v), to_numpy(layer.bias)
+    hidden = np.tanh((q @ wq)[:, None, :] + k @ wk + bias)  # (b, tk, units)
+    expected = hidden @ v
+    np.testing.assert_allclose(
+        to_numpy(model({"query": q, "keys": k})), expected, rtol=1e-5, atol=1e-6
+    )
+
+    d_scores = 2.0 * (expected - target) / expected.size  # of mean((s - target)²)
+    d_pre = d_scores[..., None] * v * (1.0 - hidden**2)  # through the tanh
+    expected_grads = {
+        "v": np.einsum("bt,btu->u", d_scores, hidden),
+        "bias": d_pre.sum(axis=(0, 1)),
+        "query_projection/kernel": q.T @ d_pre.sum(axis=1),
+        "key_projection/kernel": np.einsum("btd,btu->du", k, d_pre),
+    }
+    grads = trainable_gradients(model, {"query": q, "keys": k}, target)
+    for variable, grad in zip(model.trainable_variables, grads, strict=True):
+        name = next(n for n in expected_grads if variable.path.endswith(n))
+        np.testing.assert_allclose(
+            grad, expected_grads.pop(name), rtol=1e-4, atol=1e-6, err_msg=variable.path
+        )
+    assert not expected_grads
 
 
 def test_normalized_additive_uses_weight_norm(rng):
