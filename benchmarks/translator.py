@@ -60,13 +60,14 @@ class TutorialAttentionCell(keras.layers.Layer):
 
     def build(self, inputs_shape):
         self.gru.build((None, inputs_shape[-1] + self.units))
-        if self.attention_kind == "bahdanau":  # Luong's query is the GRU output itself
+        query_size = self.units  # Luong's query is the GRU output itself
+        if self.attention_kind == "bahdanau":
             self.query_dense.build((None, 1, self.units))
+            query_size = self.query_dense.units
         self.key_dense.build((None, None, self.memory_size))
         self.attention_layer.build((None, self.units + self.memory_size))
         # Built here, so its `scale` exists when `compile_translator` builds the
         # optimizer over the model's variables.
-        query_size = self.query_dense.units if self.attention_kind == "bahdanau" else self.units
         self.attention.build(
             [(None, 1, query_size), (None, None, self.memory_size), (None, None, self.key_dense.units)]
         )
