@@ -24,7 +24,7 @@ class BahdanauAttention(Attention):
       mask of `values`);
     * `normalize=True`: weight-normalised `v`, as TF-Addons'
       `BahdanauAttention(normalize=True)`;
-    * the key projection `W₂ h` is computed once per sequence with
+    * the key term `W₂ h + b` is computed once per sequence with
       `precompute_keys(values)` and passed back as `precomputed_keys=`, so each
       decoder step costs `O(T · units)` instead of `O(T · units · d)`.
 

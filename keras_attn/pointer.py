@@ -41,8 +41,8 @@ class PointerAttention(keras.layers.Layer):
             that may be pointed to (not padding).
         chosen: optional `(B, T)` (or `(B, Tq, T)`) booleans, true at positions
             already emitted; they get probability 0.
-        precomputed_keys: optional list from `precompute_keys(keys)` (`W₁ e` for
-            the pointer and for each glimpse), to pay for it once per sequence.
+        precomputed_keys: optional list from `precompute_keys(keys)` (`W₁ e + b`
+            for the pointer and for each glimpse), to pay for it once per sequence.
 
     Returns:
         `(B, T)` (or `(B, Tq, T)`) float32 log-probabilities (float32 under mixed
@@ -88,7 +88,7 @@ class PointerAttention(keras.layers.Layer):
         self.built = True
 
     def precompute_keys(self, keys):
-        """`[W₁ e for each glimpse …, W₁ e for the pointer]`."""
+        """`[W₁ e + b for each glimpse …, W₁ e + b for the pointer]`."""
         return [score.precompute_keys(keys) for score in (*self.glimpse_scores,
                                                           self.pointer_score)]
 

@@ -2,7 +2,7 @@
 
 Every score maps queries `(B, Tq, dq)` and keys `(B, Tk, dk)` to scores `(B, Tq, Tk)`
 (or `(B, dq)` queries to `(B, Tk)` scores). The work that depends only on the keys
-(`U k` for additive, `W k` for bilinear, `k / ‖k‖` for cosine) is split out into
+(`U k + b` for additive, `W k` for bilinear, `k / ‖k‖` for cosine) is split out into
 `precompute_keys`, so a decoder that scores one query per step against the same
 encoder memory pays for it once per sequence, not once per step:
 
@@ -269,7 +269,8 @@ class AdditiveScore(AttentionScore):
 
     From Bahdanau, Cho & Bengio 2015, "Neural Machine Translation by Jointly
     Learning to Align and Translate" (their `a(s_{i-1}, h_j)`). `U k` is the
-    expensive term and depends on the keys alone: `precompute_keys` returns it.
+    expensive term and, with `b`, depends on the keys alone: `precompute_keys`
+    returns `U k + b`.
     A bias on `v`'s output would add the same constant to every key's score and
     cancel in the softmax, so there is none.
 
@@ -306,12 +307,9 @@ class AdditiveScore(AttentionScore):
         self.use_bias = bool(use_bias)
         self.normalize = bool(normalize)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        # With `units` known the key projection exists before `build`, so
-        # `precompute_keys` works before the first call (Dense builds lazily).
+        # Created by `_create_weights`, from `build` or from `precompute_keys`.
         self.query_projection = self.key_projection = None
-        if self.units is not None:
-            self.query_projection = self._dense(self.units, "query_projection")
-            self.key_projection = self._dense(self.units, "key_projection")
+        self.v = self.bias = self.g = None
 
     def _dense(self, units, name):
         return keras.layers.Dense(
@@ -324,10 +322,7 @@ class AdditiveScore(AttentionScore):
 
     def build(self, query_shape, keys_shape):
         super().build(query_shape, keys_shape)
-        units = self.units or keys_shape[-1]
-        if self.query_projection is None:
-            self.query_projection = self._dense(units, "query_projection")
-            self.key_projection = self._dense(units, "key_projection")
+        self._create_weights(self.units or keys_shape[-1])
         if not self.query_projection.built:
             self.query_projection.build(_query_shape_3d(query_shape))
         if not self.key_projection.built:
@@ -337,34 +332,48 @@ class AdditiveScore(AttentionScore):
                 f"{self.name}: keys have {keys_shape[-1]} features but the keys "
                 f"were precomputed from {self.key_projection.kernel.shape[0]}."
             )
-        self.v = self.add_weight(
-            name="v", shape=(units,), initializer=self.kernel_initializer
-        )
-        self.bias = (
-            self.add_weight(name="bias", shape=(units,), initializer="zeros")
-            if self.use_bias
-            else None
-        )
-        self.g = (
-            self.add_weight(
+
+    def _create_weights(self, units):
+        """Creates the projections and `v`, `b`, `g` that do not exist yet.
+
+        Both `build` and `precompute_keys` (which may come first, before the
+        query size is known) call it; the order `v`, `bias`, `g` is the order
+        in which a saved layer's weights are restored.
+        """
+        if self.query_projection is None:
+            self.query_projection = self._dense(units, "query_projection")
+            self.key_projection = self._dense(units, "key_projection")
+        if self.v is not None:
+            return
+        self.v = self.add_weight(name="v", shape=(units,), initializer=self.kernel_initializer)
+        if self.use_bias:
+            self.bias = self.add_weight(name="bias", shape=(units,), initializer="zeros")
+        if self.normalize:
+            self.g = self.add_weight(
                 name="g",
                 shape=(),
                 initializer=keras.initializers.Constant(math.sqrt(1.0 / units)),
             )
-            if self.normalize
-            else None
-        )
 
     def precompute_keys(self, keys):
-        return self.key_projection(keys)
+        """`U k + b`: everything inside the `tanh` that does not depend on the query.
+
+        The bias sits here, not with `W q`: its gradient is then summed once per
+        sequence, with `U`'s, instead of over the `(B, Tk, units)` tensor at every
+        decoder step (which cost XLA one more pass over it per step).
+        """
+        _validation.check_rank("keys", keys.shape, 3, self.name)
+        self._create_weights(self.units or keys.shape[-1])
+        projected = self.key_projection(keys)
+        if self.bias is not None:
+            projected = projected + ops.cast(self.bias, projected.dtype)
+        return projected
 
     def score(self, query, keys):
-        # Per step, only the (B, Tq, Tk, units) tanh is paid: the bias joins the
-        # small query term, and vᵀ tanh(·) is one matrix-vector product (2.5×
-        # faster forward+backward than multiply-then-sum on the TF CPU backend).
+        # Per step, only the (B, Tq, Tk, units) tanh is paid (the bias is in the
+        # keys), and vᵀ tanh(·) is one matrix-vector product (2.5× faster
+        # forward+backward than multiply-then-sum on the TF CPU backend).
         projected_query = _project_rows(self.query_projection, query)
-        if self.bias is not None:
-            projected_query = projected_query + ops.cast(self.bias, projected_query.dtype)
         hidden = ops.tanh(ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1))
         v = self.v
         if self.g is not None:

@@ -56,9 +56,33 @@ def test_precomputed_keys_before_first_call_and_equal_results(rng):
     layer = keras_attn.BahdanauAttention(units=10)
     keys = layer.precompute_keys(inputs["values"])  # layer not built yet
     assert tuple(keys.shape) == (3, 7, 10)
+    layer(inputs["query"], inputs["values"])
+    # A non-zero bias, so keys precomputed without it would give other results.
+    layer.score_layer.bias.assign(rng.normal(size=10).astype("float32"))
+    keys = layer.precompute_keys(inputs["values"])
     fast = layer(inputs["query"], inputs["values"], precomputed_keys=keys)
     slow = layer(inputs["query"], inputs["values"])
     for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
+
+
+def test_weights_keep_their_order_when_precompute_keys_builds_them(rng):
+    # `v` and the bias have the same shape: a different creation order would
+    # silently swap them when weights saved from one layer load into the other.
+    inputs = _inputs(rng)
+    called_first = keras_attn.BahdanauAttention(units=10)
+    called_first(inputs["query"], inputs["values"])
+    called_first.score_layer.bias.assign(rng.normal(size=10).astype("float32"))
+    precomputed_first = keras_attn.BahdanauAttention(units=10)
+    precomputed_first.precompute_keys(inputs["values"])
+    precomputed_first(inputs["query"], inputs["values"])
+    assert len(precomputed_first.weights) == len(called_first.weights) == 4
+    precomputed_first.set_weights(called_first.get_weights())
+    for a, b in zip(
+        precomputed_first(inputs["query"], inputs["values"]),
+        called_first(inputs["query"], inputs["values"]),
+        strict=True,
+    ):
         np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
 
 

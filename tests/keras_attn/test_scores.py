@@ -125,10 +125,24 @@ def test_normalized_additive_uses_weight_norm(rng):
 
 def test_precomputed_keys_give_the_same_scores(rng):
     q, k = _inputs(rng, dk=6).values()
-    for layer in (scores.AdditiveScore(8), scores.ConcatScore(5), scores.BilinearScore()):
+    for layer in (scores.AdditiveScore(8), scores.ConcatScore(5, use_bias=True),
+                  scores.ConcatScore(5), scores.BilinearScore()):
         direct = to_numpy(layer(q, k))
+        if getattr(layer, "bias", None) is not None:
+            # Non-zero, so precomputed keys that left the bias out would differ.
+            layer.bias.assign(rng.normal(size=layer.bias.shape).astype("float32"))
+            direct = to_numpy(layer(q, k))
         again = to_numpy(layer.score(q, layer.precompute_keys(k)))
         np.testing.assert_allclose(direct, again, rtol=1e-6)
+
+
+def test_additive_precompute_keys_before_build_with_default_units(rng):
+    q, k = _inputs(rng, dk=6).values()
+    layer = scores.AdditiveScore()  # units = the key size, known from the keys
+    keys = layer.precompute_keys(k)
+    assert tuple(keys.shape) == (2, 5, 6)
+    np.testing.assert_allclose(to_numpy(layer.score(q, keys)), to_numpy(layer(q, k)), rtol=1e-6)
+    assert len(layer.weights) == 4
 
 
 def test_cosine_zero_vector_and_per_query_beta():
