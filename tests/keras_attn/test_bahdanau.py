@@ -56,14 +56,17 @@ def test_precomputed_keys_before_first_call_and_equal_results(rng):
     layer = keras_attn.BahdanauAttention(units=10)
     keys = layer.precompute_keys(inputs["values"])  # layer not built yet
     assert tuple(keys.shape) == (3, 7, 10)
-    layer(inputs["query"], inputs["values"])
+
+    def assert_same_as_direct(keys):
+        fast = layer(inputs["query"], inputs["values"], precomputed_keys=keys)
+        slow = layer(inputs["query"], inputs["values"])
+        for a, b in zip(fast, slow, strict=True):
+            np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
+
+    assert_same_as_direct(keys)
     # A non-zero bias, so keys precomputed without it would give other results.
     layer.score_layer.bias.assign(rng.normal(size=10).astype("float32"))
-    keys = layer.precompute_keys(inputs["values"])
-    fast = layer(inputs["query"], inputs["values"], precomputed_keys=keys)
-    slow = layer(inputs["query"], inputs["values"])
-    for a, b in zip(fast, slow, strict=True):
-        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-6)
+    assert_same_as_direct(layer.precompute_keys(inputs["values"]))
 
 
 def test_weights_keep_their_order_when_precompute_keys_builds_them(rng):

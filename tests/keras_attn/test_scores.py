@@ -127,11 +127,11 @@ def test_precomputed_keys_give_the_same_scores(rng):
     q, k = _inputs(rng, dk=6).values()
     for layer in (scores.AdditiveScore(8), scores.ConcatScore(5, use_bias=True),
                   scores.ConcatScore(5), scores.BilinearScore()):
-        direct = to_numpy(layer(q, k))
+        layer.build(q.shape, k.shape)
         if getattr(layer, "bias", None) is not None:
             # Non-zero, so precomputed keys that left the bias out would differ.
             layer.bias.assign(rng.normal(size=layer.bias.shape).astype("float32"))
-            direct = to_numpy(layer(q, k))
+        direct = to_numpy(layer(q, k))
         again = to_numpy(layer.score(q, layer.precompute_keys(k)))
         np.testing.assert_allclose(direct, again, rtol=1e-6)
 
