@@ -4,7 +4,8 @@ TensorFlow backend, CPU. For each case: the median of `--steps` timed steps afte
 warm-up, with and without `jit_compile`, and its *matmul floor*: the case's matmul
 FLOP count (forward + backward = 3× forward) divided by the GEMM rate measured in
 the same run. Ours and Keras's are timed in alternating blocks so that machine
-drift affects both alike.
+drift affects both alike, each block after `--settle-ms` of untimed calls (see
+`time_alternating`).
 
     python benchmarks/attention_layers.py            # prints a table, writes JSON
 
@@ -83,18 +84,37 @@ def forward_fn(layer, inputs, jit):
     return lambda: step(*inputs)
 
 
-def time_alternating(fns, steps, block=5, warmup=3):
-    """Median seconds per call of each fn, timed in alternating blocks."""
+def time_alternating(fns, steps, block=5, warmup=3, settle_s=0.1):
+    """Median seconds per call of each fn, timed in alternating blocks.
+
+    Before each timed block the fn runs untimed for `settle_s` seconds (at least
+    two calls). On the 2-core CPUs measured, a step right after another kind of
+    work is slow and only recovers over some 40 ms of back-to-back calls: the
+    precomputed Bahdanau step took 5.3 ms on the first call after five
+    recomputed ones and 3.8 ms by the tenth, and 8.3 ms after 100 ms idle. A
+    block timed straight after the switch measures that recovery, which hits a
+    3 ms step far harder than a 100 ms one, instead of the step a training
+    loop runs back to back.
+    """
+
+    def run(fn):
+        loss, _ = fn()
+        loss.numpy()
+
     for fn in fns.values():
         for _ in range(warmup):
             tf.nest.map_structure(lambda t: t.numpy() if t is not None else t, fn())
     samples = {name: [] for name in fns}
     while min(len(s) for s in samples.values()) < steps:
         for name, fn in fns.items():
+            settle_until = time.perf_counter() + settle_s
+            calls = 0
+            while calls < 2 or time.perf_counter() < settle_until:
+                run(fn)
+                calls += 1
             for _ in range(block):
                 start = time.perf_counter()
-                loss, _ = fn()
-                loss.numpy()
+                run(fn)
                 samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(s[:steps]) for name, s in samples.items()}
 
@@ -107,6 +127,12 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--units", type=int, default=256)
     parser.add_argument("--steps", type=int, default=20, help="timed steps (≥ 10)")
+    parser.add_argument(
+        "--settle-ms",
+        type=float,
+        default=100.0,
+        help="untimed back-to-back calls before each timed block, in ms (0: two calls)",
+    )
     parser.add_argument(
         "--memory-dims",
         default="256,512",
@@ -172,6 +198,7 @@ def main(argv=None):
                 "keras": train_step_fn(keras_mha, (x, y), jit),
             },
             args.steps,
+            settle_s=args.settle_ms / 1e3,
         )
         cases.append(("a", "MultiHeadAttention", jit, times, {k: mha_flops for k in times}, {}))
         times = time_alternating(
@@ -180,6 +207,7 @@ def main(argv=None):
                 "keras": train_step_fn(keras_dot, (x, y), jit),
             },
             args.steps,
+            settle_s=args.settle_ms / 1e3,
         )
         cases.append(("b", "dot attention", jit, times, {k: dot_flops for k in times}, {}))
 
@@ -203,6 +231,7 @@ def main(argv=None):
                         "recomputed": make(Step(attention, False), inputs, jit),
                     },
                     args.steps,
+                    settle_s=args.settle_ms / 1e3,
                 )
                 cases.append(
                     (
