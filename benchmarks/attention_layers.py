@@ -190,24 +190,23 @@ def main(argv=None):
         attention(state, memory)
         bahdanau_inputs[memory_dim] = (attention, memory, attention.precompute_keys(memory))
 
+    def timed(fns):
+        return time_alternating(fns, args.steps, settle_s=args.settle_ms / 1e3)
+
     cases = []
     for jit in (False, True):
-        times = time_alternating(
+        times = timed(
             {
                 "ours": train_step_fn(ours_mha, (x, y), jit),
                 "keras": train_step_fn(keras_mha, (x, y), jit),
             },
-            args.steps,
-            settle_s=args.settle_ms / 1e3,
         )
         cases.append(("a", "MultiHeadAttention", jit, times, {k: mha_flops for k in times}, {}))
-        times = time_alternating(
+        times = timed(
             {
                 "ours": train_step_fn(ours_dot, (x, y), jit),
                 "keras": train_step_fn(keras_dot, (x, y), jit),
             },
-            args.steps,
-            settle_s=args.settle_ms / 1e3,
         )
         cases.append(("b", "dot attention", jit, times, {k: dot_flops for k in times}, {}))
 
@@ -225,13 +224,11 @@ def main(argv=None):
         for memory_dim, (attention, memory, keys) in bahdanau_inputs.items():
             for label, make in (("Bahdanau step", train_step_fn), ("Bahdanau step fwd", forward_fn)):
                 inputs = (state, memory, keys)
-                times = time_alternating(
+                times = timed(
                     {
                         "precomputed": make(Step(attention, True), inputs, jit),
                         "recomputed": make(Step(attention, False), inputs, jit),
                     },
-                    args.steps,
-                    settle_s=args.settle_ms / 1e3,
                 )
                 cases.append(
                     (
