@@ -5,10 +5,14 @@ __version__ = "0.1.0"
 from keras_attn import decoding, memory, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
+from keras_attn.hard import HardAttention
+from keras_attn.hierarchical import HierarchicalAttention
+from keras_attn.local import LocalAttention
 from keras_attn.luong import LuongAttention
 from keras_attn.memory import MemN2N, MemoryHop, NTMCell
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.pointer import PointerAttention
+from keras_attn.pooling import AttentionPooling
 from keras_attn.positional import (
     ALiBiBias,
     LearnedPositionEmbedding,
@@ -43,6 +47,7 @@ def registered_layers():
 __all__ = [
     "ALiBiBias",
     "AdditiveScore",
+    "AttentionPooling",
     "AttentionWrapperCell",
     "Attention",
     "AttentionScore",
@@ -51,7 +56,10 @@ __all__ = [
     "ConcatScore",
     "CosineScore",
     "DotScore",
+    "HardAttention",
+    "HierarchicalAttention",
     "LearnedPositionEmbedding",
+    "LocalAttention",
     "LuongAttention",
     "MemN2N",
     "MemoryHop",

@@ -119,12 +119,33 @@ class Attention(keras.layers.Layer):
             mask = None
         return mask, query_mask, value_mask
 
+    def _standardize_inputs(self, query, value, key, mask, query_mask, value_mask):
+        """Checks the inputs; a rank-2 query becomes `(B, 1, dq)`, `key` defaults to `value`.
+
+        Returns `(query, key, mask, query_mask, value_mask, single_query)`.
+        """
+        key_shape = None if key is None else key.shape
+        self._check_shapes(query.shape, value.shape, key_shape)
+        mask, query_mask, value_mask = self._resolve_masks(mask, query_mask, value_mask)
+        single_query = len(query.shape) == 2
+        if single_query:
+            query = ops.expand_dims(query, 1)
+            query_mask = None
+        if key is None:
+            key = value
+        _validation.check_attention_mask(mask, query, value, self.name)
+        return query, key, mask, query_mask, value_mask, single_query
+
     def _scores(self, query, key, precomputed_keys):
         keys = precomputed_keys if precomputed_keys is not None else self.precompute_keys(key)
         scores = self.score_layer.score(query, keys)
         if self.scale is not None:
             scores = scores * ops.cast(self.scale, scores.dtype)
         return scores
+
+    def _attention_weights(self, scores, training=None, **masks):
+        """Scores → weights: soft attention's masked softmax (`attention_weights`)."""
+        return attn_ops.attention_weights(scores, **masks)
 
     def call(
         self,
@@ -141,18 +162,12 @@ class Attention(keras.layers.Layer):
         precomputed_keys=None,
         training=None,
     ):
-        key_shape = None if key is None else key.shape
-        self._check_shapes(query.shape, value.shape, key_shape)
-        mask, query_mask, value_mask = self._resolve_masks(mask, query_mask, value_mask)
-        single_query = len(query.shape) == 2
-        if single_query:
-            query = ops.expand_dims(query, 1)
-            query_mask = None
-        if key is None:
-            key = value
-        _validation.check_attention_mask(mask, query, value, self.name)
-        weights = attn_ops.attention_weights(
+        query, key, mask, query_mask, value_mask, single_query = self._standardize_inputs(
+            query, value, key, mask, query_mask, value_mask
+        )
+        weights = self._attention_weights(
             self._scores(query, key, precomputed_keys),
+            training=training,
             mask=mask,
             query_mask=query_mask,
             key_masks=(value_mask, key_mask),

@@ -181,6 +181,26 @@ def attention_weights(
     The one path from scores to weights of every attention layer. Masks are as in
     `attention_mask`; with `heads=True` they are broadcast over the head axis 1.
     """
+    scores, merged = biased_scores_and_mask(
+        scores, mask, query_mask, key_masks, use_causal_mask, attention_bias, heads
+    )
+    return masked_softmax(scores, merged)
+
+
+def biased_scores_and_mask(
+    scores,
+    mask=None,
+    query_mask=None,
+    key_masks=(),
+    use_causal_mask=False,
+    attention_bias=None,
+    heads=False,
+):
+    """The scores with `attention_bias` added, and the merged mask of `attention_weights`.
+
+    For mechanisms that turn scores into weights by other means than a softmax
+    (hard attention's sampled one-hot) under the same masking rules.
+    """
     if attention_bias is not None:
         scores = scores + ops.cast(attention_bias, scores.dtype)
     shape = ops.shape(scores)
@@ -194,4 +214,4 @@ def attention_weights(
     )
     if merged is not None and heads:
         merged = ops.expand_dims(merged, 1)
-    return masked_softmax(scores, merged)
+    return scores, merged
