@@ -21,7 +21,6 @@ Cases (B=64, T=128, d=256, 8 heads, as in the foundation issue):
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -35,7 +34,7 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_io import default_path, write_results  # noqa: E402
+from results_io import default_path, tf_cpu_header, write_results  # noqa: E402
 
 import keras_attn  # noqa: E402
 
@@ -290,12 +289,7 @@ def main(argv=None):
     print("Bahdanau step speedup from precomputed keys (≥ 5 wanted):",
           {k: round(v, 2) for k, v in summary["bahdanau_precomputed_speedup"].items()})
     result = {
-        "benchmark": "attention_layers",
-        "backend": keras.backend.backend(),
-        "keras": keras.__version__,
-        "tensorflow": tf.__version__,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "config": vars(args),
+        **tf_cpu_header("attention_layers", args),
         "gemm_gflops": rate / 1e9,
         "rows": rows,
         "summary": summary,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import platform
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -18,3 +19,18 @@ def write_results(result, path, quiet=False):
     if not quiet:
         print(f"\nwrote {path}")
     return result
+
+
+def tf_cpu_header(name, args):
+    """The fields every TensorFlow CPU benchmark's JSON opens with."""
+    import keras
+    import tensorflow as tf
+
+    return {
+        "benchmark": name,
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "tensorflow": tf.__version__,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "config": vars(args),
+    }

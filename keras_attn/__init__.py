@@ -2,9 +2,10 @@
 
 __version__ = "0.1.0"
 
-from keras_attn import decoding, memory, ops, scores
+from keras_attn import decoding, efficient, memory, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
+from keras_attn.efficient import LinearAttention
 from keras_attn.hard import HardAttention
 from keras_attn.hierarchical import HierarchicalAttention
 from keras_attn.local import LocalAttention
@@ -59,6 +60,7 @@ __all__ = [
     "HardAttention",
     "HierarchicalAttention",
     "LearnedPositionEmbedding",
+    "LinearAttention",
     "LocalAttention",
     "LuongAttention",
     "MemN2N",
@@ -71,6 +73,7 @@ __all__ = [
     "SelfAttention",
     "SinusoidalPositionEncoding",
     "decoding",
+    "efficient",
     "memory",
     "ops",
     "registered_layers",

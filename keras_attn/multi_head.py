@@ -156,6 +156,18 @@ class MultiHeadAttention(keras.layers.Layer):
             )
             self.output_dense.build((None, self.num_heads, None, self.value_dim))
 
+    def _attend(self, q, k, v, masks, return_attention_scores, training):
+        """Per-head `(B, heads, T, dim)` projections → `(context, weights)`.
+
+        Scaled dot-product attention; `masks` are `attention_weights`'s keywords.
+        """
+        q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
+        weights = attn_ops.attention_weights(
+            ops.matmul(q, ops.swapaxes(k, -1, -2)), heads=True, **masks
+        )
+        dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
+        return attn_ops.weighted_sum(dropped, v), weights
+
     def call(
         self,
         query,
@@ -179,18 +191,20 @@ class MultiHeadAttention(keras.layers.Layer):
         v = self.value_dense(value)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
-        q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
-        weights = attn_ops.attention_weights(
-            ops.matmul(q, ops.swapaxes(k, -1, -2)),
-            mask=mask,
-            query_mask=query_mask,
-            key_masks=(value_mask, key_mask),
-            use_causal_mask=use_causal_mask,
-            attention_bias=attention_bias,
-            heads=True,
+        context, weights = self._attend(
+            q,
+            k,
+            v,
+            dict(
+                mask=mask,
+                query_mask=query_mask,
+                key_masks=(value_mask, key_mask),
+                use_causal_mask=use_causal_mask,
+                attention_bias=attention_bias,
+            ),
+            return_attention_scores,
+            training,
         )
-        dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
-        context = attn_ops.weighted_sum(dropped, v)
         if self.use_output_projection:
             output = self.output_dense(context)
         else:
@@ -202,6 +216,23 @@ class MultiHeadAttention(keras.layers.Layer):
         if return_attention_scores:
             return output, weights
         return output
+
+    def compute_output_spec(
+        self, query, value, key=None, return_attention_scores=False, **kwargs
+    ):
+        # Stated, not traced: tracing with both batch and time unknown needs
+        # reshapes that JAX's symbolic shapes cannot always resolve.
+        features = (
+            self.output_size or query.shape[-1]
+            if self.use_output_projection
+            else self.num_heads * self.value_dim
+        )
+        dtype = self.compute_dtype
+        output = keras.KerasTensor((query.shape[0], query.shape[1], features), dtype=dtype)
+        if not return_attention_scores:
+            return output
+        weights_shape = (query.shape[0], self.num_heads, query.shape[1], value.shape[1])
+        return output, keras.KerasTensor(weights_shape, dtype=dtype)
 
     def compute_mask(self, query, previous_mask=None):
         # Not `previous_mask`: Keras sets that to an explicit `mask=` (over keys).
