@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 from keras_attn import decoding, efficient, memory, ops, scores
 from keras_attn.attention import Attention
 from keras_attn.bahdanau import BahdanauAttention
-from keras_attn.efficient import LinearAttention
+from keras_attn.efficient import LinearAttention, SparseAttention
 from keras_attn.hard import HardAttention
 from keras_attn.hierarchical import HierarchicalAttention
 from keras_attn.local import LocalAttention
@@ -72,6 +72,7 @@ __all__ = [
     "ScaledDotScore",
     "SelfAttention",
     "SinusoidalPositionEncoding",
+    "SparseAttention",
     "decoding",
     "efficient",
     "memory",
