@@ -10,7 +10,13 @@ from keras_attn.hard import HardAttention
 from keras_attn.hierarchical import HierarchicalAttention
 from keras_attn.local import LocalAttention
 from keras_attn.luong import LuongAttention
-from keras_attn.memory import MemN2N, MemoryHop, NTMCell
+from keras_attn.memory import (
+    DenseAssociativeMemory,
+    MemN2N,
+    MemoryHop,
+    ModernHopfield,
+    NTMCell,
+)
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.pointer import PointerAttention
 from keras_attn.pooling import AttentionPooling
@@ -56,6 +62,7 @@ __all__ = [
     "BilinearScore",
     "ConcatScore",
     "CosineScore",
+    "DenseAssociativeMemory",
     "DotScore",
     "HardAttention",
     "HierarchicalAttention",
@@ -65,6 +72,7 @@ __all__ = [
     "LuongAttention",
     "MemN2N",
     "MemoryHop",
+    "ModernHopfield",
     "MultiHeadAttention",
     "NTMCell",
     "PointerAttention",
