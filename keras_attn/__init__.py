@@ -16,6 +16,7 @@ from keras_attn.memory import (
     MemoryHop,
     ModernHopfield,
     NTMCell,
+    ProductKeyMemory,
 )
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.pointer import PointerAttention
@@ -76,6 +77,7 @@ __all__ = [
     "MultiHeadAttention",
     "NTMCell",
     "PointerAttention",
+    "ProductKeyMemory",
     "RotaryEmbedding",
     "ScaledDotScore",
     "SelfAttention",

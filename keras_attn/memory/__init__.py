@@ -5,6 +5,7 @@ from keras_attn.memory.associative import DenseAssociativeMemory
 from keras_attn.memory.hopfield import ModernHopfield
 from keras_attn.memory.memn2n import MemN2N, MemoryHop, position_encoding_weights
 from keras_attn.memory.ntm import NTMCell
+from keras_attn.memory.product_key import ProductKeyMemory
 
 __all__ = [
     "DenseAssociativeMemory",
@@ -12,6 +13,7 @@ __all__ = [
     "MemoryHop",
     "ModernHopfield",
     "NTMCell",
+    "ProductKeyMemory",
     "addressing",
     "position_encoding_weights",
 ]
