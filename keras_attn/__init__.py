@@ -12,6 +12,7 @@ from keras_attn.local import LocalAttention
 from keras_attn.luong import LuongAttention
 from keras_attn.memory import (
     DenseAssociativeMemory,
+    DNCCell,
     MemN2N,
     MemoryHop,
     ModernHopfield,
@@ -63,6 +64,7 @@ __all__ = [
     "BilinearScore",
     "ConcatScore",
     "CosineScore",
+    "DNCCell",
     "DenseAssociativeMemory",
     "DotScore",
     "HardAttention",

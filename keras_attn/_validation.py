@@ -6,6 +6,16 @@ def static_shape(x):
     return tuple(x.shape)
 
 
+def check_integer(name, value, least=1):
+    """Raises `ValueError` unless `value` is an `int` (not a bool) `≥ least`.
+
+    The message says "a positive integer" for `least=1`, else "an integer ≥ least".
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        expected = "a positive integer" if least == 1 else f"an integer ≥ {least}"
+        raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
+
+
 def check_rank(name, shape, ranks, layer=None):
     """Raises `ValueError` unless `len(shape)` is one of `ranks`."""
     if shape is None:

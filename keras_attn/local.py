@@ -92,8 +92,7 @@ class LocalAttention(LuongAttention):
         super().__init__(score=score, scale=scale, units=units, dropout=dropout, **kwargs)
         if position not in _POSITIONS:
             raise ValueError(f"`position` must be one of {_POSITIONS}; received {position!r}.")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-            raise ValueError(f"`window` must be an integer ≥ 0; received {window!r}.")
+        _validation.check_integer("window", window, least=0)
         if position == "predictive" and window < 1:
             raise ValueError(
                 "`window` must be ≥ 1 with position='predictive' (the Gaussian's "

@@ -58,6 +58,11 @@ class SelfAttention(MultiHeadAttention):
     def build(self, inputs_shape):
         super().build(inputs_shape, inputs_shape)
 
+    def compute_output_spec(self, inputs, return_attention_scores=False, **kwargs):
+        return super().compute_output_spec(
+            inputs, inputs, return_attention_scores=return_attention_scores
+        )
+
     def call(
         self,
         inputs,

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn import ops as attn_ops
 from keras_attn.multi_head import MultiHeadAttention
 
@@ -72,8 +73,7 @@ class LinearAttention(MultiHeadAttention):
             raise ValueError(
                 f"`feature_map` must be one of {_FEATURE_MAPS}; received {feature_map!r}."
             )
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"`chunk_size` must be a positive integer; received {chunk_size!r}.")
+        _validation.check_integer("chunk_size", chunk_size)
         self.feature_map = feature_map
         self.chunk_size = chunk_size
 

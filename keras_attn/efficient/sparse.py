@@ -6,6 +6,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn import ops as attn_ops
 from keras_attn.multi_head import MultiHeadAttention
 
@@ -90,10 +91,7 @@ class SparseAttention(MultiHeadAttention):
             ("random_blocks", random_blocks, 0),
             ("block_size", block_size, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(
-                    f"`{name}` must be an integer ≥ {least}; received {value!r}."
-                )
+            _validation.check_integer(name, value, least)
         self.window = window
         self.global_tokens = global_tokens
         self.random_blocks = random_blocks

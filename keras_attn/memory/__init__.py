@@ -1,13 +1,15 @@
 """External memories read and written by attention (one module per mechanism)."""
 
-from keras_attn.memory import addressing
+from keras_attn.memory import addressing, dnc
 from keras_attn.memory.associative import DenseAssociativeMemory
+from keras_attn.memory.dnc import DNCCell
 from keras_attn.memory.hopfield import ModernHopfield
 from keras_attn.memory.memn2n import MemN2N, MemoryHop, position_encoding_weights
 from keras_attn.memory.ntm import NTMCell
 from keras_attn.memory.product_key import ProductKeyMemory
 
 __all__ = [
+    "DNCCell",
     "DenseAssociativeMemory",
     "MemN2N",
     "MemoryHop",
@@ -15,5 +17,6 @@ __all__ = [
     "NTMCell",
     "ProductKeyMemory",
     "addressing",
+    "dnc",
     "position_encoding_weights",
 ]

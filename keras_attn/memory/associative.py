@@ -71,8 +71,7 @@ class DenseAssociativeMemory(keras.layers.Layer):
         if update not in UPDATES:
             raise ValueError(f"`update` must be one of {UPDATES}; received {update!r}.")
         for name, value, least in (("degree", degree, 2), ("sweeps", sweeps, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"`{name}` must be an integer ≥ {least}; received {value!r}.")
+            _validation.check_integer(name, value, least)
         self.interaction = interaction
         self.degree = degree
         self.update = update

@@ -64,8 +64,7 @@ class ModernHopfield(keras.layers.Layer):
         super().__init__(**kwargs)
         if beta is not None and not float(beta) > 0:
             raise ValueError(f"`beta` must be > 0; received {beta}.")
-        if isinstance(update_steps, bool) or not isinstance(update_steps, int) or update_steps < 1:
-            raise ValueError(f"`update_steps` must be an integer ≥ 1; received {update_steps!r}.")
+        _validation.check_integer("update_steps", update_steps)
         for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
             if value is not None and int(value) <= 0:
                 raise ValueError(f"`{name}` must be a positive integer; received {value}.")

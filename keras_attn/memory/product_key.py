@@ -68,8 +68,7 @@ class ProductKeyMemory(keras.layers.Layer):
         for name, value in (
             ("num_keys", num_keys), ("top_k", top_k), ("num_heads", num_heads), ("key_dim", key_dim)
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+            _validation.check_integer(name, value)
         if key_dim % 2:
             raise ValueError(f"`key_dim` must be even (two halves); received {key_dim}.")
         if top_k > num_keys:

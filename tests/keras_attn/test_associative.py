@@ -96,7 +96,7 @@ def test_patterns_per_example(rng):
         ({"interaction": "cubic"}, r"`interaction` must be one of \('polynomial', 'exponential'\)"),
         ({"update": "random"}, r"`update` must be one of \('asynchronous', 'synchronous'\)"),
         ({"degree": 1}, r"`degree` must be an integer ≥ 2; received 1"),
-        ({"sweeps": 0}, r"`sweeps` must be an integer ≥ 1; received 0"),
+        ({"sweeps": 0}, r"`sweeps` must be a positive integer; received 0"),
     ],
 )
 def test_bad_arguments(kwargs, message):

@@ -115,10 +115,10 @@ def test_saved_layers_keep_their_random_pattern(rng, tmp_path):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"window": 0}, r"`window` must be an integer ≥ 1; received 0"),
+        ({"window": 0}, r"`window` must be a positive integer; received 0"),
         ({"window": 4, "global_tokens": -1}, r"`global_tokens` must be an integer ≥ 0; received -1"),
         ({"window": 4, "random_blocks": 1.5}, r"`random_blocks` must be an integer ≥ 0; received 1.5"),
-        ({"window": 4, "block_size": 0}, r"`block_size` must be an integer ≥ 1; received 0"),
+        ({"window": 4, "block_size": 0}, r"`block_size` must be a positive integer; received 0"),
     ],
 )
 def test_bad_arguments(kwargs, message):
