@@ -19,6 +19,7 @@ from keras_attn.memory import (
     NTMCell,
     ProductKeyMemory,
 )
+from keras_attn.monotonic import MonotonicAttention
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.pointer import PointerAttention
 from keras_attn.pooling import AttentionPooling
@@ -76,6 +77,7 @@ __all__ = [
     "MemN2N",
     "MemoryHop",
     "ModernHopfield",
+    "MonotonicAttention",
     "MultiHeadAttention",
     "NTMCell",
     "PointerAttention",

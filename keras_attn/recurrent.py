@@ -1,5 +1,7 @@
 """An RNN cell wrapped with attention over an encoder memory (the decoder of seq2seq)."""
 
+import inspect
+
 import keras
 from keras import ops
 
@@ -135,6 +137,10 @@ class AttentionWrapperCell(keras.layers.Layer):
         if self.attention_layer is not None and not self.attention_layer.built:
             self.attention_layer.build((None, self.memory_size + query_shape[-1]))
 
+    @property
+    def _takes_previous_alignment(self):
+        return "previous_alignment" in inspect.signature(self.attention.call).parameters
+
     def get_initial_state(self, memory=None, mask=None, cell_state=None, batch_size=None):
         """The states for a sequence over `memory` `(B, T, d)`.
 
@@ -177,10 +183,15 @@ class AttentionWrapperCell(keras.layers.Layer):
             )
         keys = self.attention.precompute_keys(memory)
         mask = per_step + 1.0 if mask is None else ops.cast(mask, dtype)
+        # A monotonic attention scans on from the last alignment: it starts at
+        # position 0 (one-hot); the others ignore the previous alignment.
+        first_position = ops.concatenate(
+            [per_step[:, :1] + 1.0, per_step[:, 1:]], axis=-1
+        )
         return [
             *cell_state,
             zeros(self._attention_size),
-            per_step,
+            first_position if self._takes_previous_alignment else per_step,
             memory,
             keys,
             mask,
@@ -189,7 +200,7 @@ class AttentionWrapperCell(keras.layers.Layer):
     def call(self, inputs, states, training=None):
         n = self.num_cell_states
         cell_states = list(states[:n])
-        previous_attention, _, memory, keys, mask = states[n:]
+        previous_attention, previous_alignment, memory, keys, mask = states[n:]
         cell_inputs = (
             ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], axis=-1)
             if self.input_feeding
@@ -201,6 +212,9 @@ class AttentionWrapperCell(keras.layers.Layer):
         )
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
+        attention_kwargs = (
+            {"previous_alignment": previous_alignment} if self._takes_previous_alignment else {}
+        )
         context, alignment = self.attention(
             cell_output,
             memory,
@@ -208,6 +222,7 @@ class AttentionWrapperCell(keras.layers.Layer):
             precomputed_keys=keys,
             return_attention_scores=True,
             training=training,
+            **attention_kwargs,
         )
         if alignment.shape[-1] == 1 and len(alignment.shape) == 3:
             alignment = ops.squeeze(alignment, -1)  # BahdanauAttention's (B, T, 1)
