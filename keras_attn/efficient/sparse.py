@@ -129,6 +129,13 @@ class SparseAttention(MultiHeadAttention):
             allowed &= j <= i
         return allowed
 
+    def _cached_pattern(self, length, causal):
+        """`pattern_mask`, built once per `(T, causal)` rather than on every call."""
+        key = ("pattern", length, causal)
+        if key not in self._plans:
+            self._plans[key] = self.pattern_mask(length, causal)
+        return self._plans[key]
+
     def _plan(self, length, causal):
         """The gather plan for the blocked computation, cached per `(T, causal)`.
 
@@ -225,7 +232,7 @@ class SparseAttention(MultiHeadAttention):
             global_weights = attn_ops.attention_weights(
                 ops.matmul(q[:, :, :g], ops.swapaxes(k, -1, -2)),
                 key_masks=(key_padding,),
-                mask=ops.convert_to_tensor(self.pattern_mask(length, causal)[None, :g]),
+                mask=ops.convert_to_tensor(self._cached_pattern(length, causal)[None, :g]),
                 heads=True,
             )
             global_context = ops.matmul(
@@ -241,7 +248,7 @@ class SparseAttention(MultiHeadAttention):
         if return_attention_scores:
             dense_weights = attn_ops.attention_weights(
                 ops.matmul(q, ops.swapaxes(k, -1, -2)),
-                mask=ops.convert_to_tensor(self.pattern_mask(length, causal)[None]),
+                mask=ops.convert_to_tensor(self._cached_pattern(length, causal)[None]),
                 query_mask=query_mask,
                 key_masks=(key_padding,),
                 heads=True,
