@@ -1,11 +1,14 @@
-"""Neural Turing machine on its four algorithmic tasks (Graves et al. 2014, §4).
+"""Neural Turing machine on its four algorithmic tasks (Graves et al. 2014, §4),
+and the differentiable neural computer on copy and repeat copy (`--model dnc`).
 
     python benchmarks/ntm.py [--tasks copy,associative-recall,repeat-copy,priority-sort]
                              [--seeds 10] [--test-sequences 10000] [--workers 2]
+    python benchmarks/ntm.py --model dnc      # dnc-copy, dnc-repeat-copy
 
 Every run trains with the task's CLI defaults (`keras-attn train ntm-<task>`:
 LSTM controller of 100, memory 128 × 20, RMSprop 3e-4 with momentum 0.9, clip
-norm 10, batch 8, validation every 1,000 sequences), and prints and writes:
+norm 10, batch 8, validation every 1,000 sequences; `dnc-<task>` the same but a
+memory of 64 × 20), and prints and writes:
 
 * the learning curve: training cost (bits per sequence) and validation bit errors
   against sequences seen;
@@ -36,15 +39,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-TASK_NAMES = ("copy", "associative-recall", "repeat-copy", "priority-sort")
+TASK_NAMES = {
+    "ntm": ("copy", "associative-recall", "repeat-copy", "priority-sort"),
+    "dnc": ("copy", "repeat-copy"),
+}
 # What the anchors report, for the printed comparison.
 PAPER = {
-    "copy": "loudinthecloud/pytorch-ntm: about 0 bits after about 17k sequences (batch 1); "
-            "Graves et al. Fig. 3",
-    "associative-recall": "Collier & Beel 2018: generalises perfectly to 12 items; "
-                          "Graves et al. Fig. 10",
-    "repeat-copy": "Graves et al. Fig. 7",
-    "priority-sort": "Graves et al. Fig. 16",
+    "ntm-copy": "loudinthecloud/pytorch-ntm: about 0 bits after about 17k sequences (batch 1); "
+                "Graves et al. Fig. 3",
+    "ntm-associative-recall": "Collier & Beel 2018: generalises perfectly to 12 items; "
+                              "Graves et al. Fig. 10",
+    "ntm-repeat-copy": "Graves et al. Fig. 7",
+    "ntm-priority-sort": "Graves et al. Fig. 16",
+    "dnc-copy": "no published DNC copy curve; compare `python benchmarks/ntm.py --tasks copy`",
+    "dnc-repeat-copy": "deepmind/dnc trains repeat copy (its train.py), with no published "
+                       "figure; compare the NTM's",
 }
 
 
@@ -73,7 +82,7 @@ def one_run(job):
     from training.runtime import set_seed
     from training.tasks import ntm
 
-    name = f"ntm-{job['task']}"
+    name = f"{job['model']}-{job['task']}"
     if job.get("mixed_precision"):
         keras.config.set_dtype_policy("mixed_float16")
     args = task_args(name, ["--seed", str(job["seed"]), *job["flags"]])
@@ -112,22 +121,24 @@ def print_curve(run, every=5):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default=",".join(TASK_NAMES))
+    parser.add_argument("--model", choices=sorted(TASK_NAMES), default="ntm")
+    parser.add_argument("--tasks", help="comma-separated (default: all of the model's)")
     parser.add_argument("--seeds", type=int, default=10, help="copy stability runs")
     parser.add_argument("--stability-sequences", type=int, default=25_000)
     parser.add_argument("--test-sequences", type=int, default=10_000)
     parser.add_argument("--mixed-precision-steps", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sequences", type=int, help="override every task's budget (quick checks)")
-    parser.add_argument("--output", help="JSON path (default benchmarks/results/ntm.json)")
+    parser.add_argument("--output", help="JSON path (default benchmarks/results/MODEL.json)")
     args = parser.parse_args()
 
     from results_io import default_path, write_results
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    unknown = sorted(set(tasks) - set(TASK_NAMES))
+    known = TASK_NAMES[args.model]
+    tasks = [t.strip() for t in (args.tasks or ",".join(known)).split(",") if t.strip()]
+    unknown = sorted(set(tasks) - set(known))
     if unknown:
-        raise SystemExit(f"--tasks: unknown {unknown}; expected some of {TASK_NAMES}")
+        raise SystemExit(f"--tasks: unknown {unknown} for {args.model}; expected some of {known}")
     backend = _backend()
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
     jobs = [{"task": t, "seed": 0, "backend": backend, "flags": budget,
@@ -142,7 +153,9 @@ def main():
         checks = max(1, round(args.mixed_precision_steps / 125))
         jobs.append({"task": "copy", "seed": 0, "backend": backend, "mixed_precision": True,
                      "flags": ["--patience", "0", "--sequences", str(checks * 1000)]})
-    output = args.output or default_path("ntm")
+    for job in jobs:
+        job["model"] = args.model
+    output = args.output or default_path(args.model)
     partial_path = output.removesuffix(".json") + ".partial.json"
     print(f"{len(jobs)} runs on {args.workers} workers, backend {backend}", flush=True)
     start = time.time()
@@ -157,7 +170,8 @@ def main():
             write_results({"partial": True, "runs": runs}, partial_path, quiet=True)
     wall = time.time() - start
 
-    result = {"backend": backend, "workers": args.workers, "wall_seconds": round(wall, 1),
+    result = {"model": args.model, "backend": backend, "workers": args.workers,
+              "wall_seconds": round(wall, 1),
               "command": " ".join(["python", "benchmarks/ntm.py", *sys.argv[1:]]), "tasks": {}}
     for task in tasks:
         main_run = next(r for r in runs if r["task"] == task and r["seed"] == 0
@@ -168,7 +182,7 @@ def main():
         from training.tasks.ntm import print_figures
 
         print_figures(main_run["test"])
-        print(f"  anchor: {PAPER[task]}")
+        print(f"  anchor: {PAPER[f'{args.model}-{task}']}")
         result["tasks"][task] = main_run
     if "copy" in tasks:
         copies = [r for r in runs if r["task"] == "copy" and not r["mixed_precision"]]

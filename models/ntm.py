@@ -49,9 +49,17 @@ class NTMConfig:
     clip_value: float = 20.0
 
 
+def bit_sequence_model(cell, input_bits, output_bits, name):
+    """`{"sequence"} → logits`: `cell` (with `return_weightings=True`) run over the
+    steps by a `keras.layers.RNN` named `name`, its first `output_bits` channels out."""
+    sequence = keras.Input((None, input_bits), name="sequence")
+    outputs = keras.layers.RNN(cell, return_sequences=True, name=name)(sequence)
+    logits = FirstChannels(output_bits, name="logits")(outputs)
+    return keras.Model(sequence, logits, name=f"{name}_model")
+
+
 def build_ntm(config):
     """The training model `{"sequence"} → logits`; `with_weightings` adds the heads'."""
-    sequence = keras.Input((None, config.input_bits), name="sequence")
     cell = NTMCell(
         units=config.output_bits,
         memory_size=config.memory_size,
@@ -66,14 +74,16 @@ def build_ntm(config):
         return_weightings=True,
         name="ntm_cell",
     )
-    outputs = keras.layers.RNN(cell, return_sequences=True, name="ntm")(sequence)
-    logits = FirstChannels(config.output_bits, name="logits")(outputs)
-    return keras.Model(sequence, logits, name="ntm_model")
+    return bit_sequence_model(cell, config.input_bits, config.output_bits, "ntm")
 
 
 def with_weightings(model):
-    """The same weights, returning (probabilities, read weightings, write weightings)."""
-    rnn = model.get_layer("ntm")
+    """The same weights, returning (probabilities, read weightings, write weightings).
+
+    Works for any model here whose memory cell (`NTMCell`, `DNCCell`) runs in a
+    `keras.layers.RNN` and has `split_output`.
+    """
+    rnn = next(layer for layer in model.layers if isinstance(layer, keras.layers.RNN))
     _, reads, writes = rnn.cell.split_output(rnn.output)
     return keras.Model(model.inputs, [ops.sigmoid(model.output), reads, writes])
 

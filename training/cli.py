@@ -73,7 +73,12 @@ def build_parser():
     export_tasks = export.add_subparsers(dest="task", metavar="TASK", required=True)
     for name in tasks.names():
         task = tasks.get(name)
-        task.add_arguments(train_tasks.add_parser(name, help=task.summary))
+        sub = train_tasks.add_parser(name, help=task.summary)
+        # Also after the task (`keras-attn train ntm-copy --backend jax`), where
+        # users put it; SUPPRESS keeps a `--backend` given before the command.
+        sub.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
+                         help="sets KERAS_BACKEND (as before the command)")
+        task.add_arguments(sub)
         sub = evaluate_tasks.add_parser(name, help=task.summary)
         sub.add_argument(
             "--run-dir", required=True, help="a --work-dir of `train`, or an export's assets.extra/"
@@ -99,14 +104,16 @@ def build_parser():
     predict.add_argument("--story", nargs="+", help="memn2n: the story's sentences, oldest first")
     predict.add_argument("--story-file", help="memn2n: a file of the story's sentences, one a line")
     predict.add_argument("--question", help="memn2n: the question")
-    predict.add_argument("--length", type=int, help="ntm-copy, ntm-repeat-copy: sequence length")
-    predict.add_argument("--repeats", type=int, help="ntm-repeat-copy: the number of copies")
+    predict.add_argument("--length", type=int,
+                         help="ntm-/dnc-copy, ntm-/dnc-repeat-copy: sequence length")
+    predict.add_argument("--repeats", type=int, help="ntm-/dnc-repeat-copy: the number of copies")
     predict.add_argument("--items", type=int, help="ntm-associative-recall: the number of items")
     predict.add_argument("--seed", type=int, default=0,
-                         help="ntm-*, pointer-*: the generated example's seed")
+                         help="ntm-*, dnc-*, pointer-*: the generated example's seed")
     predict.add_argument(
         "--sequence-file",
-        help="ntm-*: run this sequence instead (.npy, or text: a step a line) and print the output",
+        help="ntm-*, dnc-*: run this sequence instead (.npy, or text: a step a line) and print "
+             "the output",
     )
     predict.add_argument("--points", help="pointer-*: one point set, e.g. '0.1 0.2; 0.5 0.9; …'")
     predict.add_argument(
@@ -179,7 +186,7 @@ def predict(args):
         return translate(path, args.inputs, args.plot)
     if task == "memn2n":
         return answer_question(path, args)
-    if task.startswith("ntm-"):
+    if task.startswith(("ntm-", "dnc-")):
         return run_bit_sequence(path, args)
     if task.startswith("pointer-"):
         return point_to(path, args)
@@ -230,7 +237,7 @@ def _bit_rows(bits):
 
 
 def run_bit_sequence(version_dir, args):
-    """Runs an NTM export on a generated example (or `--sequence-file`) and prints
+    """Runs an NTM or DNC export on a generated example (or `--sequence-file`) and prints
     the output bits and, for an example, the bit errors."""
     import tensorflow as tf
 

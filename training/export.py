@@ -315,7 +315,8 @@ def export_memn2n(model, vocab, meta, export_root, name, run_dir=None):
 
 
 def export_ntm(model, meta, export_root, name, run_dir=None):
-    """Writes an NTM bit-sequence model's SavedModel (plus its `.keras`, meta).
+    """Writes an NTM's or a DNC's bit-sequence model's SavedModel (plus its
+    `.keras`, meta).
 
     `serving_default(sequence)`, `sequence` float32 `[batch, steps, input_bits]`
     in the task's layout (any number of steps, longer than trained included):
@@ -335,7 +336,8 @@ def export_ntm(model, meta, export_root, name, run_dir=None):
     reader = with_weightings(model)
     input_bits, output_bits = int(meta["input_bits"]), int(meta["output_bits"])
     memory_size = int(meta["memory_size"])
-    read_heads, write_heads = int(meta["read_heads"]), int(meta["write_heads"])
+    # A DNC has one write head and no `write_heads` entry.
+    read_heads, write_heads = int(meta["read_heads"]), int(meta.get("write_heads", 1))
 
     def serve(sequence):
         # A loaded signature lets other shapes through to the RNN, which fails

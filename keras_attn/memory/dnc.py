@@ -238,11 +238,17 @@ class DNCCell(keras.layers.Layer):
         return output, [h, c, memory, reads, read_weights, write, usage_, precedence, link]
 
     def split_output(self, outputs):
-        """`(…, output_size)` → (output, read weightings `(…, R, N)`, write `(…, N)`)."""
+        """`(…, output_size)` → (output, read weightings `(…, R, N)`, write `(…, 1, N)`).
+
+        The write weighting keeps a head axis of 1, the layout of
+        `NTMCell.split_output`, so code that plots or serves an NTM's weightings
+        takes a DNC's unchanged.
+        """
         n, r = self.memory_size, self.read_heads
         middle = (-1,) * (len(outputs.shape) - 2)
         reads = keras.layers.Reshape((*middle, r, n))(outputs[..., self.units:self.units + r * n])
-        return outputs[..., :self.units], reads, outputs[..., self.units + r * n:]
+        writes = keras.layers.Reshape((*middle, 1, n))(outputs[..., self.units + r * n:])
+        return outputs[..., :self.units], reads, writes
 
     def get_config(self):
         return {

@@ -109,7 +109,7 @@ def test_cell_weightings_are_sub_distributions(rng):
     )
     output, reads, write = cell.split_output(outputs)
     assert tuple(output.shape) == (3, 10, 4)
-    assert tuple(reads.shape) == (3, 10, 2, 8) and tuple(write.shape) == (3, 10, 8)
+    assert tuple(reads.shape) == (3, 10, 2, 8) and tuple(write.shape) == (3, 10, 1, 8)
     for weights in (reads, write):
         weights = to_numpy(weights)
         assert np.all(weights >= 0) and np.all(weights.sum(-1) <= 1 + 1e-5)

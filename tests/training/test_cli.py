@@ -39,3 +39,12 @@ def test_console_script_is_installed():
     assert os.path.exists(script), "pip install did not create the keras-attn script"
     result = subprocess.run([script, "layers"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "MultiHeadAttention" in result.stdout
+
+
+def test_backend_is_taken_before_the_command_or_after_the_task():
+    parser = cli.build_parser()
+    assert parser.parse_args(["--backend", "jax", "train", "dnc-copy"]).backend == "jax"
+    assert parser.parse_args(["train", "dnc-copy", "--backend", "jax"]).backend == "jax"
+    assert parser.parse_args(["train", "ntm-copy"]).backend is None
+    with_both = ["--backend", "tensorflow", "train", "ntm-copy", "--backend", "jax"]
+    assert parser.parse_args(with_both).backend == "jax"  # the nearer one wins

@@ -1,4 +1,4 @@
-"""`keras-attn train ntm-*`: the loop, the stop rule, the run directory (any backend,
+"""`keras-attn train ntm-*` and `dnc-*`: the loop, the stop rule, the run directory (any backend,
 no export), and the checks on sequences given to `predict`."""
 
 import json
@@ -14,10 +14,11 @@ SMALL = ["--memory-size", "16", "--memory-width", "6", "--controller-units", "16
          "--batch-size", "4", "--no-export"]
 
 
-def test_trains_through_the_cli_stops_once_converged_and_saves_its_run(tmp_path, capsys):
+@pytest.mark.parametrize("name", ["ntm-copy", "dnc-copy"])
+def test_trains_through_the_cli_stops_once_converged_and_saves_its_run(name, tmp_path, capsys):
     # A target every model meets: the first check converges, and patience 2 stops at the second.
     work = str(tmp_path / "work")
-    cli.main(["train", "ntm-copy", *SMALL, "--sequences", "40", "--check-every", "4",
+    cli.main(["train", name, *SMALL, "--sequences", "40", "--check-every", "4",
               "--test-sequences", "3", "--target-errors", "1e9", "--patience", "2",
               "--work-dir", work])
     printed = capsys.readouterr().out
@@ -27,9 +28,10 @@ def test_trains_through_the_cli_stops_once_converged_and_saves_its_run(tmp_path,
     assert [p["sequences"] for p in curve] == [4, 8]
     assert all(np.isfinite(p["train_cost_bits"]) for p in curve)
     meta = json.load(open(os.path.join(work, "meta.json")))
-    assert meta["task"] == "ntm-copy" and meta["memory_size"] == 16
-    assert set(meta["figures"]["test"]) == set(ntm.TASKS["ntm-copy"].tests)
-    cli.main(["evaluate", "ntm-copy", "--run-dir", work])
+    assert meta["task"] == name and meta["memory_size"] == 16
+    assert meta["architecture"] == name.split("-")[0]
+    assert set(meta["figures"]["test"]) == set(ntm.TASKS[name].tests)
+    cli.main(["evaluate", name, "--run-dir", work])
     evaluated = capsys.readouterr().out.splitlines()[1:]
     assert evaluated == [line for line in printed.splitlines() if "bit errors / sequence" in line]
 

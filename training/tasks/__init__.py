@@ -79,7 +79,8 @@ _FACTORIES = {
     "translator": _translator,
     "memn2n": _memn2n,
     **{name: _family("ntm", name) for name in (
-        "ntm-copy", "ntm-repeat-copy", "ntm-associative-recall", "ntm-priority-sort"
+        "ntm-copy", "ntm-repeat-copy", "ntm-associative-recall", "ntm-priority-sort",
+        "dnc-copy", "dnc-repeat-copy",
     )},
     **{name: _family("pointer", name) for name in ("pointer-sort", "pointer-hull", "pointer-tsp")},
 }

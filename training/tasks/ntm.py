@@ -1,5 +1,8 @@
-"""The neural Turing machine tasks: `ntm-copy`, `ntm-repeat-copy`,
-`ntm-associative-recall` and `ntm-priority-sort` (Graves et al. 2014, §4).
+"""The bit-sequence tasks of the external-memory models: the neural Turing
+machine's `ntm-copy`, `ntm-repeat-copy`, `ntm-associative-recall` and
+`ntm-priority-sort` (Graves et al. 2014, §4), and the same copy tasks for the
+differentiable neural computer, `dnc-copy` and `dnc-repeat-copy` (Graves et al.
+2016; repeat copy is the training task of DeepMind's reference code).
 
 Every batch is generated from the seed (`training.data.algorithmic`), so there is
 no dataset to ship and no epoch: training runs until `--sequences` have been seen,
@@ -42,6 +45,8 @@ class BitTask:
         model: `models.ntm.NTMConfig` fields that differ from its defaults.
         sequences: the default training budget.
         example: the flag → param names `predict` accepts (`--length` → `length`).
+        architecture: `"ntm"` (`models.ntm.NTMConfig`) or `"dnc"`
+            (`models.dnc.DNCConfig`).
     """
 
     name: str
@@ -54,6 +59,7 @@ class BitTask:
     model: dict
     sequences: int
     example: tuple
+    architecture: str = "ntm"
 
     def batch(self, rng, batch_size, params, total_steps=None):
         return self.make(rng, batch_size, total_steps=total_steps, **params)
@@ -118,6 +124,13 @@ TASKS = {
         example=(),
     ),
 }
+# The DNC runs the NTM's copy tasks unchanged; only the model differs.
+for _name in ("copy", "repeat-copy"):
+    _ntm_task = TASKS[f"ntm-{_name}"]
+    TASKS[f"dnc-{_name}"] = dataclasses.replace(
+        _ntm_task, name=f"dnc-{_name}", summary=_ntm_task.summary.replace("NTM", "DNC"),
+        architecture="dnc",
+    )
 VALIDATION_EACH = 16
 
 
@@ -127,16 +140,22 @@ def bucketed(steps):
 
 def add_arguments(parser, task_name):
     task = TASKS[task_name]
-    model = parser.add_argument_group("model (defaults: Graves et al. 2014, LSTM controller)")
-    model.add_argument("--memory-size", type=int, default=128, help="N, memory rows")
-    model.add_argument("--memory-width", type=int, default=20, help="D, a row's size")
+    if task.architecture == "dnc":
+        model = parser.add_argument_group("model (DNC, LSTM controller)")
+        model.add_argument("--memory-size", type=int, default=64,
+                           help="N, memory rows (the link matrix is N × N)")
+    else:
+        model = parser.add_argument_group("model (defaults: Graves et al. 2014, LSTM controller)")
+        model.add_argument("--memory-size", type=int, default=128, help="N, memory rows")
+    model.add_argument("--memory-width", type=int, default=20, help="a row's size")
     model.add_argument("--read-heads", type=int, default=task.model.get("read_heads", 1))
-    model.add_argument("--write-heads", type=int, default=task.model.get("write_heads", 1))
-    model.add_argument("--controller", choices=("lstm", "feedforward"), default="lstm")
     model.add_argument("--controller-units", type=int, default=100)
-    model.add_argument("--shift-range", type=int, default=1)
-    model.add_argument("--memory-init", choices=("constant", "learned", "random"),
-                       default="constant")
+    if task.architecture == "ntm":
+        model.add_argument("--write-heads", type=int, default=task.model.get("write_heads", 1))
+        model.add_argument("--controller", choices=("lstm", "feedforward"), default="lstm")
+        model.add_argument("--shift-range", type=int, default=1)
+        model.add_argument("--memory-init", choices=("constant", "learned", "random"),
+                           default="constant")
     fit = parser.add_argument_group("training")
     fit.add_argument("--sequences", type=int, default=task.sequences,
                      help="the training budget, in sequences")
@@ -161,17 +180,24 @@ def add_arguments(parser, task_name):
 
 
 def model_config(task, args):
+    shared = {
+        "input_bits": task.model["input_bits"],
+        "output_bits": task.model["output_bits"],
+        "memory_size": args.memory_size,
+        "memory_width": args.memory_width,
+        "read_heads": args.read_heads,
+        "controller_units": args.controller_units,
+    }
+    if task.architecture == "dnc":
+        from models.dnc import DNCConfig
+
+        return DNCConfig(**shared)
     from models.ntm import NTMConfig
 
     return NTMConfig(
-        input_bits=task.model["input_bits"],
-        output_bits=task.model["output_bits"],
-        memory_size=args.memory_size,
-        memory_width=args.memory_width,
-        read_heads=args.read_heads,
+        **shared,
         write_heads=args.write_heads,
         controller=args.controller,
-        controller_units=args.controller_units,
         shift_range=args.shift_range,
         memory_init=args.memory_init,
     )
@@ -266,6 +292,7 @@ def fit_model(task, args):
     """
     import keras
 
+    from models.dnc import build_dnc
     from models.ntm import build_ntm, compile_ntm
 
     for name in ("sequences", "batch_size", "check_every"):
@@ -273,7 +300,8 @@ def fit_model(task, args):
             raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
                              f"{getattr(args, name)}")
     config = model_config(task, args)
-    model = compile_ntm(build_ntm(config), learning_rate=args.learning_rate,
+    build = build_dnc if task.architecture == "dnc" else build_ntm
+    model = compile_ntm(build(config), learning_rate=args.learning_rate,
                         clipnorm=args.clipnorm, jit_compile=args.jit)
     batches_per_check = max(1, args.check_every // args.batch_size)
     check_every = batches_per_check * args.batch_size
@@ -299,7 +327,8 @@ def fit_model(task, args):
                   f"({point['seconds']:.0f} s)", flush=True)
         if stop:
             break
-    meta = {"task": task.name, "backend": keras.backend.backend(),
+    meta = {"task": task.name, "architecture": task.architecture,
+            "backend": keras.backend.backend(),
             "batch_size": args.batch_size, "learning_rate": args.learning_rate,
             "seed": args.seed, **dataclasses.asdict(config)}
     return model, meta, monitor, time.time() - start
