@@ -47,6 +47,7 @@ def monotonic_alignment(p_choose, previous_alignment, mode="parallel"):
     """
     if mode not in MODES:
         raise ValueError(f"`mode` must be one of {MODES}; received {mode!r}.")
+    p_choose, previous_alignment = attn_ops.as_tensors(p_choose, previous_alignment)
     if mode == "hard":
         chosen = p_choose * ops.cumsum(previous_alignment, axis=-1)
         return chosen * ops.cumprod(

@@ -14,9 +14,24 @@ masking rules:
   in that dtype, then zeroed with `where`.
 """
 
+import numpy as np
 from keras import ops
 
 _HALF_PRECISION = ("float16", "bfloat16")
+_ARRAY_LIKE = (np.ndarray, np.generic, list, tuple, int, float)
+
+
+def as_tensors(*values):
+    """Array-likes (numpy arrays, lists, Python numbers) as backend tensors;
+    tensors, symbolic ones included, and `None` pass through unchanged.
+
+    For the public functions that take plain arrays: numpy's operators defer to
+    TensorFlow and JAX arrays but not to PyTorch tensors, so `np.ndarray * tensor`
+    raises a `TypeError` on the torch backend unless the array is converted first.
+    """
+    converted = tuple(ops.convert_to_tensor(v) if isinstance(v, _ARRAY_LIKE) else v
+                      for v in values)
+    return converted[0] if len(converted) == 1 else converted
 
 
 def standardize_dtype(dtype):

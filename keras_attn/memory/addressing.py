@@ -22,6 +22,8 @@ by the largest weight, so the normalising sum is at least 1.
 import keras
 from keras import ops
 
+from keras_attn.ops import as_tensors
+
 EPSILON = 1e-6
 
 
@@ -38,7 +40,8 @@ def cosine_similarity(memory, keys, epsilon=EPSILON):
     Computed in float32 and returned in the keys' dtype: in float16 the squares of
     small entries (a memory initialised to 1e-6) and `ε²` underflow to 0.
     """
-    dtype = keras.backend.standardize_dtype(getattr(keys, "dtype", "float32"))
+    memory, keys = as_tensors(memory, keys)
+    dtype = keras.backend.standardize_dtype(keys.dtype)
     memory, keys = ops.cast(memory, "float32"), ops.cast(keys, "float32")
     dots = ops.einsum("bhd,bnd->bhn", keys, memory)
     similarity = dots / (_norm(keys, epsilon)[:, :, None] * _norm(memory, epsilon)[:, None, :])
@@ -47,11 +50,13 @@ def cosine_similarity(memory, keys, epsilon=EPSILON):
 
 def content_weighting(memory, keys, strengths, epsilon=EPSILON):
     """`softmax_i(β_h · cos(k_h, M_i))` → `(B, H, N)`; `strengths` `(B, H)`, β ≥ 0."""
+    strengths = as_tensors(strengths)
     return ops.softmax(strengths[..., None] * cosine_similarity(memory, keys, epsilon), axis=-1)
 
 
 def interpolate(content, previous, gates):
     """`g · w^c + (1 − g) · w_{t−1}`; `gates` `(B, H)` in [0, 1]."""
+    content, previous, gates = as_tensors(content, previous, gates)
     gates = gates[..., None]
     return gates * content + (1.0 - gates) * previous
 
@@ -62,6 +67,7 @@ def circular_shift(weights, shifts):
     `shifts[..., o + (S−1)/2]` is the probability of moving the focus by `o`
     slots (positive: towards higher indices), wrapping around the memory.
     """
+    weights, shifts = as_tensors(weights, shifts)
     size = shifts.shape[-1]
     if size is None or size % 2 != 1:
         raise ValueError(
@@ -80,6 +86,7 @@ def sharpen(weights, gammas, epsilon=EPSILON):
     unchanged), so the largest power is 1 and the sum cannot underflow however
     flat the weighting and large `γ` are.
     """
+    weights, gammas = as_tensors(weights, gammas)
     peak = ops.maximum(ops.max(weights, axis=-1, keepdims=True), epsilon)
     powered = ops.power(ops.maximum(weights / peak, epsilon), gammas[..., None])
     return powered / ops.sum(powered, axis=-1, keepdims=True)
@@ -93,6 +100,7 @@ def address(memory, previous, keys, strengths, gates, shifts, gammas, epsilon=EP
 
 def read(memory, weights):
     """`r_h = Σ_i w_{h,i} M_i`: `(B, N, D)`, `(B, H, N)` → `(B, H, D)`."""
+    memory, weights = as_tensors(memory, weights)
     return ops.einsum("bhn,bnd->bhd", weights, memory)
 
 
@@ -108,5 +116,6 @@ def write(memory, weights, erase, add):
         erase: `(B, H, D)` in [0, 1].
         add: `(B, H, D)`.
     """
+    memory, weights, erase, add = as_tensors(memory, weights, erase, add)
     keep = ops.prod(1.0 - weights[..., None] * erase[:, :, None, :], axis=1)
     return memory * keep + ops.einsum("bhn,bhd->bnd", weights, add)

@@ -24,12 +24,16 @@ from keras import ops
 
 from keras_attn import _validation
 from keras_attn.memory import addressing
+from keras_attn.ops import as_tensors
 
 _PACKAGE = "keras_attn"
 
 
 def usage(previous_usage, previous_write, previous_reads, free_gates):
     """`u_t`: `(B, N)` usage and write weighting, `(B, R, N)` reads, `(B, R)` free gates."""
+    previous_usage, previous_write, previous_reads, free_gates = as_tensors(
+        previous_usage, previous_write, previous_reads, free_gates
+    )
     retention = ops.prod(1.0 - free_gates[..., None] * previous_reads, axis=1)
     return (previous_usage + previous_write - previous_usage * previous_write) * retention
 
@@ -40,7 +44,7 @@ def allocation(usage_now, epsilon=addressing.EPSILON):
     Usage is lifted to `ε + (1 − ε) u` so the running products never reach
     exactly 0; the gradient flows through the usage values, not the sort.
     """
-    usage_now = epsilon + (1.0 - epsilon) * usage_now
+    usage_now = epsilon + (1.0 - epsilon) * as_tensors(usage_now)
     order = ops.argsort(usage_now, axis=-1)
     sorted_usage = ops.take_along_axis(usage_now, order, axis=-1)
     before = ops.concatenate([ops.ones_like(sorted_usage[:, :1]), sorted_usage[:, :-1]], axis=-1)
@@ -50,12 +54,16 @@ def allocation(usage_now, epsilon=addressing.EPSILON):
 
 def write_weighting(allocation_now, content, allocation_gate, write_gate):
     """`w^w_t = g^w (g^a a + (1 − g^a) c^w)`; gates `(B,)`, weightings `(B, N)`."""
+    allocation_now, content, allocation_gate, write_gate = as_tensors(
+        allocation_now, content, allocation_gate, write_gate
+    )
     allocation_gate, write_gate = allocation_gate[:, None], write_gate[:, None]
     return write_gate * (allocation_gate * allocation_now + (1.0 - allocation_gate) * content)
 
 
 def update_links(link, precedence, write):
     """`L_t` from `L_{t−1}` `(B, N, N)`, `p_{t−1}` and `w^w_t` `(B, N)`; zero diagonal."""
+    link, precedence, write = as_tensors(link, precedence, write)
     rows, columns = write[:, :, None], write[:, None, :]
     link = (1.0 - rows - columns) * link + rows * precedence[:, None, :]
     return link * (1.0 - ops.eye(ops.shape(link)[-1], dtype=link.dtype))
@@ -63,11 +71,13 @@ def update_links(link, precedence, write):
 
 def update_precedence(precedence, write):
     """`p_t = (1 − Σ_i w^w_t[i]) p_{t−1} + w^w_t`."""
+    precedence, write = as_tensors(precedence, write)
     return (1.0 - ops.sum(write, axis=-1, keepdims=True)) * precedence + write
 
 
 def directional_weightings(link, previous_reads):
     """`(f_t, b_t)`: forward `L_t w^r_{t−1}` and backward `L_tᵀ w^r_{t−1}`, `(B, R, N)`."""
+    link, previous_reads = as_tensors(link, previous_reads)
     forward = ops.einsum("bij,brj->bri", link, previous_reads)
     backward = ops.einsum("bji,brj->bri", link, previous_reads)
     return forward, backward

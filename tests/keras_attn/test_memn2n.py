@@ -27,7 +27,7 @@ def _question(rng, batch=3):
 
 def _reference(layer, story, question):
     """The paper's equations in numpy, from the layer's weights."""
-    w = {v.path.split("/")[-1]: np.asarray(v.value) for v in layer.weights}
+    w = {v.path.split("/")[-1]: keras.ops.convert_to_numpy(v.value) for v in layer.weights}
 
     def pe(ids):
         length = max(int((ids != 0).sum()), 1)

@@ -107,3 +107,18 @@ def test_attention_mask_merges_every_source():
     )
     np.testing.assert_array_equal(merged, [[[True, False, False], [False, False, False]]])
     assert attn_ops.attention_mask(2, 3) is None
+
+
+def test_as_tensors_converts_array_likes_and_passes_tensors_through():
+    import keras
+
+    tensor = keras.ops.ones((2,))
+    array, same, nothing, listed = attn_ops.as_tensors(np.arange(3.0, dtype="float32"), tensor,
+                                                        None, [1.0, 2.0])
+    assert keras.ops.is_tensor(array) and keras.ops.is_tensor(listed)
+    assert same is tensor and nothing is None
+    np.testing.assert_array_equal(to_numpy(array), [0.0, 1.0, 2.0])
+    # One value comes back alone, not as a 1-tuple, and works with a backend tensor
+    # on every backend (numpy's `*` does not defer to a PyTorch tensor).
+    product = attn_ops.as_tensors(np.full((2,), 3.0, "float32")) * tensor
+    np.testing.assert_array_equal(to_numpy(product), [3.0, 3.0])
