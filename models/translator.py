@@ -16,7 +16,7 @@ from keras_attn import decoding
 from models.compiling import compile_with_built_optimizer
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
-ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat")
+ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic")
 RNNS = ("gru", "lstm")
 
 
@@ -64,6 +64,9 @@ def _rnn_cell(kind, units, dropout):
 def make_attention(kind, units):
     if kind == "bahdanau":
         return keras_attn.BahdanauAttention(units, name="attention")
+    if kind == "bahdanau-monotonic":
+        # Raffel et al.'s additive energy; the alignment only moves forward.
+        return keras_attn.MonotonicAttention(score="additive", units=units, name="attention")
     return keras_attn.LuongAttention(
         score=kind.split("-", 1)[1], units=units, scale=kind != "luong-dot", name="attention"
     )

@@ -48,3 +48,11 @@ def test_backend_is_taken_before_the_command_or_after_the_task():
     assert parser.parse_args(["train", "ntm-copy"]).backend is None
     with_both = ["--backend", "tensorflow", "train", "ntm-copy", "--backend", "jax"]
     assert parser.parse_args(with_both).backend == "jax"  # the nearer one wins
+
+
+def test_translator_flag_offers_every_attention_the_model_builds():
+    from models import translator
+
+    parser = cli.build_parser()
+    for kind in translator.ATTENTIONS:
+        assert parser.parse_args(["train", "translator", "--attention", kind]).attention == kind

@@ -36,7 +36,9 @@ def add_arguments(parser):
     model = parser.add_argument_group("model")
     model.add_argument(
         "--attention",
-        choices=("bahdanau", "luong-dot", "luong-general", "luong-concat"),
+        # models.translator.ATTENTIONS; not imported here, since that imports Keras
+        # before `--backend` has been read.
+        choices=("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic"),
         default="bahdanau",
     )
     model.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
