@@ -54,6 +54,13 @@ def _version():
         return version("keras-attn")
 
 
+def _backend_after_task(parser):
+    """`--backend` after the task too (`keras-attn train ntm-copy --backend jax`), where
+    users put it; SUPPRESS keeps a `--backend` given before the command."""
+    parser.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
+                        help="sets KERAS_BACKEND (as before the command)")
+
+
 def build_parser():
     from training import tasks
 
@@ -74,12 +81,10 @@ def build_parser():
     for name in tasks.names():
         task = tasks.get(name)
         sub = train_tasks.add_parser(name, help=task.summary)
-        # Also after the task (`keras-attn train ntm-copy --backend jax`), where
-        # users put it; SUPPRESS keeps a `--backend` given before the command.
-        sub.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS,
-                         help="sets KERAS_BACKEND (as before the command)")
+        _backend_after_task(sub)
         task.add_arguments(sub)
         sub = evaluate_tasks.add_parser(name, help=task.summary)
+        _backend_after_task(sub)
         sub.add_argument(
             "--run-dir", required=True, help="a --work-dir of `train`, or an export's assets.extra/"
         )

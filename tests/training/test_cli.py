@@ -45,6 +45,8 @@ def test_backend_is_taken_before_the_command_or_after_the_task():
     parser = cli.build_parser()
     assert parser.parse_args(["--backend", "jax", "train", "dnc-copy"]).backend == "jax"
     assert parser.parse_args(["train", "dnc-copy", "--backend", "jax"]).backend == "jax"
+    evaluate = ["evaluate", "dnc-copy", "--run-dir", "runs/dnc-copy", "--backend", "jax"]
+    assert parser.parse_args(evaluate).backend == "jax"
     assert parser.parse_args(["train", "ntm-copy"]).backend is None
     with_both = ["--backend", "tensorflow", "train", "ntm-copy", "--backend", "jax"]
     assert parser.parse_args(with_both).backend == "jax"  # the nearer one wins

@@ -124,13 +124,17 @@ TASKS = {
         example=(),
     ),
 }
-# The DNC runs the NTM's copy tasks unchanged; only the model differs.
-for _name in ("copy", "repeat-copy"):
-    _ntm_task = TASKS[f"ntm-{_name}"]
-    TASKS[f"dnc-{_name}"] = dataclasses.replace(
-        _ntm_task, name=f"dnc-{_name}", summary=_ntm_task.summary.replace("NTM", "DNC"),
-        architecture="dnc",
-    )
+
+
+def _for_dnc(task):
+    """The same task with a DNC: the NTM's data, checks and export; only the model differs."""
+    name = task.name.replace("ntm-", "dnc-", 1)
+    return dataclasses.replace(task, name=name, summary=task.summary.replace("NTM", "DNC"),
+                               architecture="dnc")
+
+
+TASKS.update({task.name: task for task in map(_for_dnc, (TASKS["ntm-copy"],
+                                                         TASKS["ntm-repeat-copy"]))})
 VALIDATION_EACH = 16
 
 
