@@ -8,6 +8,7 @@ drift affects both alike, each block after `--settle-ms` of untimed calls (see
 `time_alternating`).
 
     python benchmarks/attention_layers.py            # prints a table, writes JSON
+    python benchmarks/attention_layers.py --threads 1   # one TensorFlow thread
 
 Cases (B=64, T=128, d=256, 8 heads, as in the foundation issue):
   (a) keras_attn.MultiHeadAttention vs keras.layers.MultiHeadAttention
@@ -138,12 +139,24 @@ def main(argv=None):
         help="comma-separated memory widths for case (c); the first is the headline",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="TensorFlow intra- and inter-op threads (0: TensorFlow's default, one per core)",
+    )
+    parser.add_argument(
         "--output",
         default=default_path("attention_layers"),
     )
     args = parser.parse_args(argv)
     if args.steps < 10:
         parser.error("--steps must be at least 10")
+    if args.threads < 0:
+        parser.error(f"--threads must be 0 or more; received {args.threads}")
+    if args.threads:
+        # Must happen before TensorFlow runs its first op.
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     try:
         memory_dims = [int(x) for x in args.memory_dims.split(",")]
     except ValueError:
@@ -291,6 +304,10 @@ def main(argv=None):
     result = {
         **tf_cpu_header("attention_layers", args),
         "gemm_gflops": rate / 1e9,
+        "tf_threads": {
+            "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        },
         "rows": rows,
         "summary": summary,
     }

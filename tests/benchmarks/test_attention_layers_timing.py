@@ -61,3 +61,28 @@ def test_at_least_two_untimed_calls_precede_each_block():
     times = attention_layers.time_alternating(fns, steps=5, block=5, warmup=1, settle_s=0.0)
     assert all(t < 0.01 for t in times.values()), times
     assert all(fn.calls == 1 + 2 + 5 for fn in fns.values())
+
+
+def test_threads_must_not_be_negative(capsys):
+    with pytest.raises(SystemExit):
+        attention_layers.main(["--threads", "-1"])
+    assert "--threads must be 0 or more; received -1" in capsys.readouterr().err
+
+
+def test_threads_option_sets_and_records_tensorflow_threads(tmp_path):
+    # A fresh process: TensorFlow's thread counts can only be set before its first op.
+    import json
+    import subprocess
+
+    output = tmp_path / "layers.json"
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "attention_layers.py")
+    tiny = ["--batch", "2", "--length", "4", "--dim", "8", "--heads", "2", "--units", "4",
+            "--steps", "10", "--settle-ms", "0", "--memory-dims", "8"]
+    subprocess.run(
+        [sys.executable, script, *tiny, "--threads", "1", "--output", str(output)],
+        check=True, capture_output=True, env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+    )
+    result = json.loads(output.read_text())
+    assert result["config"]["threads"] == 1
+    assert result["tf_threads"] == {"intra_op": 1, "inter_op": 1}
+    assert {row["case"] for row in result["rows"]} == {"a", "b", "c"}
