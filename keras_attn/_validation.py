@@ -44,6 +44,44 @@ def check_same_dim(name_a, shape_a, axis_a, name_b, shape_b, axis_b, what, layer
         )
 
 
+def check_query_key_value(query_shape, value_shape, key_shape, query_ranks, layer=None):
+    """Ranks, one batch size, and as many keys as values (`key_shape` may be `None`)."""
+    check_rank("query", query_shape, query_ranks, layer)
+    check_rank("value", value_shape, 3, layer)
+    check_same_dim("query", query_shape, 0, "value", value_shape, 0, "batch size", layer)
+    if key_shape is not None:
+        check_rank("key", key_shape, 3, layer)
+        check_same_dim("key", key_shape, 0, "value", value_shape, 0, "batch size", layer)
+        check_same_dim("key", key_shape, 1, "value", value_shape, 1, "length", layer)
+
+
+def check_padding_masks(query_shape, value_shape, layer=None, **masks):
+    """`query_mask` must be `(B, Tq)`; `value_mask` and `key_mask` `(B, Tk)`."""
+    for name, mask in masks.items():
+        length = query_shape[1] if name == "query_mask" else value_shape[1]
+        check_mask(name, mask, [(value_shape[0], length)], layer)
+
+
+def check_precomputed_keys(precomputed_keys, key_shape, size, layer=None):
+    """`precomputed_keys` must be `(B, Tk, size)` for keys of shape `(B, Tk, dk)`.
+
+    `size` is what the score's `precompute_keys` gives a key (e.g. `units` for the
+    additive score); unknown (`None`) dimensions match anything.
+    """
+    shape = static_shape(precomputed_keys)
+    expected = (key_shape[0], key_shape[1], size)
+    if len(shape) == 3 and all(
+        e is None or s is None or s == e for s, e in zip(shape, expected, strict=True)
+    ):
+        return
+    where = f"{layer}: " if layer else ""
+    raise ValueError(
+        f"{where}`precomputed_keys` must have shape {expected}, what "
+        f"`precompute_keys(key)` returns for a key of shape {tuple(key_shape)}; "
+        f"received `precomputed_keys` of shape {shape}."
+    )
+
+
 def check_mask(name, mask, expected_shapes, layer=None):
     """Checks a mask's rank and known dims against candidate shapes.
 

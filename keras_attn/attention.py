@@ -79,17 +79,7 @@ class Attention(keras.layers.Layer):
 
     # -- shapes ---------------------------------------------------------------
     def _check_shapes(self, query_shape, value_shape, key_shape):
-        name = self.name
-        _validation.check_rank("query", query_shape, (2, 3), name)
-        _validation.check_rank("value", value_shape, 3, name)
-        if key_shape is not None:
-            _validation.check_rank("key", key_shape, 3, name)
-            _validation.check_same_dim(
-                "key", key_shape, 1, "value", value_shape, 1, "length", name
-            )
-        _validation.check_same_dim(
-            "query", query_shape, 0, "value", value_shape, 0, "batch size", name
-        )
+        _validation.check_query_key_value(query_shape, value_shape, key_shape, (2, 3), self.name)
 
     def build(self, query_shape, value_shape, key_shape=None):
         self._check_shapes(query_shape, value_shape, key_shape)
@@ -119,7 +109,7 @@ class Attention(keras.layers.Layer):
             mask = None
         return mask, query_mask, value_mask
 
-    def _standardize_inputs(self, query, value, key, mask, query_mask, value_mask):
+    def _standardize_inputs(self, query, value, key, mask, query_mask, value_mask, key_mask=None):
         """Checks the inputs; a rank-2 query becomes `(B, 1, dq)`, `key` defaults to `value`.
 
         Returns `(query, key, mask, query_mask, value_mask, single_query)`.
@@ -134,11 +124,22 @@ class Attention(keras.layers.Layer):
         if key is None:
             key = value
         _validation.check_attention_mask(mask, query, value, self.name)
+        _validation.check_padding_masks(
+            query.shape, value.shape, self.name,
+            query_mask=query_mask, value_mask=value_mask, key_mask=key_mask,
+        )
         return query, key, mask, query_mask, value_mask, single_query
 
+    def _keys_for_score(self, query, key, precomputed_keys):
+        """`precompute_keys(key)`, or the caller's `precomputed_keys` once checked."""
+        if precomputed_keys is None:
+            return self.precompute_keys(key)
+        size = self.score_layer.precomputed_keys_size(query.shape[-1], key.shape[-1])
+        _validation.check_precomputed_keys(precomputed_keys, key.shape, size, self.name)
+        return precomputed_keys
+
     def _scores(self, query, key, precomputed_keys):
-        keys = precomputed_keys if precomputed_keys is not None else self.precompute_keys(key)
-        scores = self.score_layer.score(query, keys)
+        scores = self.score_layer.score(query, self._keys_for_score(query, key, precomputed_keys))
         if self.scale is not None:
             scores = scores * ops.cast(self.scale, scores.dtype)
         return scores
@@ -163,7 +164,7 @@ class Attention(keras.layers.Layer):
         training=None,
     ):
         query, key, mask, query_mask, value_mask, single_query = self._standardize_inputs(
-            query, value, key, mask, query_mask, value_mask
+            query, value, key, mask, query_mask, value_mask, key_mask
         )
         weights = self._attention_weights(
             self._scores(query, key, precomputed_keys),

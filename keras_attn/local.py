@@ -176,7 +176,7 @@ class LocalAttention(LuongAttention):
         training=None,
     ):
         query, key, mask, query_mask, value_mask, single_query = self._standardize_inputs(
-            query, value, key, mask, query_mask, value_mask
+            query, value, key, mask, query_mask, value_mask, key_mask
         )
         explicit_pair_mask = mask if mask is not None and len(mask.shape) == 3 else None
         key_padding = attn_ops.merge_masks(
@@ -202,7 +202,7 @@ class LocalAttention(LuongAttention):
             ),
         )
 
-        keys = precomputed_keys if precomputed_keys is not None else self.precompute_keys(key)
+        keys = self._keys_for_score(query, key, precomputed_keys)
         # Each (example, target step) becomes its own batch row with W keys.
         width = 2 * self.window + 1
         rows_query = ops.reshape(query, (-1, 1, query.shape[-1]))

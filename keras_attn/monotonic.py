@@ -187,7 +187,7 @@ class MonotonicAttention(Attention):
     ):
         _validation.check_rank("query", query.shape, 2, self.name)
         query, key, mask, _, value_mask, _ = self._standardize_inputs(
-            query, value, key, mask, None, value_mask
+            query, value, key, mask, None, value_mask, key_mask
         )
         if previous_alignment is None:
             previous_alignment = self.initial_alignment(ops.shape(value)[0], value.shape[1])

@@ -123,14 +123,7 @@ class MultiHeadAttention(keras.layers.Layer):
         )
 
     def _check_shapes(self, query_shape, value_shape, key_shape):
-        name = self.name
-        _validation.check_rank("query", query_shape, 3, name)
-        _validation.check_rank("value", value_shape, 3, name)
-        if key_shape is not None:
-            _validation.check_rank("key", key_shape, 3, name)
-            _validation.check_same_dim(
-                "key", key_shape, 1, "value", value_shape, 1, "length", name
-            )
+        _validation.check_query_key_value(query_shape, value_shape, key_shape, 3, self.name)
 
     def build(self, query_shape, value_shape, key_shape=None):
         self._check_shapes(query_shape, value_shape, key_shape)
@@ -186,6 +179,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if key is None:
             key = value
         _validation.check_attention_mask(mask, query, value, self.name)
+        _validation.check_padding_masks(
+            query.shape, value.shape, self.name,
+            query_mask=query_mask, value_mask=value_mask, key_mask=key_mask,
+        )
         q = self.query_dense(query)
         k = self.key_dense(key)
         v = self.value_dense(value)

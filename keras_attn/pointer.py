@@ -92,6 +92,27 @@ class PointerAttention(keras.layers.Layer):
         return [score.precompute_keys(keys) for score in (*self.glimpse_scores,
                                                           self.pointer_score)]
 
+    def _keys_for_scores(self, query, keys, precomputed_keys):
+        """`precompute_keys(keys)`, or the caller's `precomputed_keys` once checked."""
+        if precomputed_keys is None:
+            return self.precompute_keys(keys)
+        scores = (*self.glimpse_scores, self.pointer_score)
+        if not isinstance(precomputed_keys, (list, tuple)) or len(precomputed_keys) != len(scores):
+            received = (f"a list of {len(precomputed_keys)}"
+                        if isinstance(precomputed_keys, (list, tuple))
+                        else type(precomputed_keys).__name__)
+            raise ValueError(
+                f"{self.name}: `precomputed_keys` must be the list of {len(scores)} tensors "
+                f"that `precompute_keys(keys)` returns (one per glimpse and one for the "
+                f"pointer); received {received}."
+            )
+        query_size = query.shape[-1]
+        for score, projected in zip(scores, precomputed_keys, strict=True):
+            size = score.precomputed_keys_size(query_size, keys.shape[-1])
+            _validation.check_precomputed_keys(projected, keys.shape, size, self.name)
+            query_size = keys.shape[-1]  # a glimpse's output is a weighted sum of keys
+        return list(precomputed_keys)
+
     def _check_query(self, query_shape):
         if len(query_shape) not in (2, 3):
             raise ValueError(f"{self.name}: `query` must be (B, dq) or (B, Tq, dq); received "
@@ -119,7 +140,7 @@ class PointerAttention(keras.layers.Layer):
         if chosen is not None:
             free = ops.logical_not(per_step(chosen))
             allowed = free if allowed is None else ops.logical_and(allowed, free)
-        projected = precomputed_keys or self.precompute_keys(keys)
+        projected = self._keys_for_scores(query, keys, precomputed_keys)
         for score, glimpse_keys in zip(self.glimpse_scores, projected[:-1], strict=True):
             weights = masked_softmax(score.score(query, glimpse_keys), allowed)
             query = weighted_sum(weights, keys)

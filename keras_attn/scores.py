@@ -52,6 +52,10 @@ class AttentionScore(keras.layers.Layer):
         """The key-only part of the score; the identity unless overridden."""
         return keys
 
+    def precomputed_keys_size(self, query_size, key_size):
+        """The last dimension of `precompute_keys(keys)` for these feature sizes."""
+        return key_size
+
     def score(self, query, keys):
         """Scores a rank-3 `query` against `keys` from `precompute_keys`."""
         raise NotImplementedError
@@ -182,6 +186,9 @@ class BilinearScore(AttentionScore):
                 "keys_shape)` before `precompute_keys`."
             )
         return self.key_projection(keys)
+
+    def precomputed_keys_size(self, query_size, key_size):
+        return query_size  # `W k` is compared with the query
 
     def score(self, query, keys):
         return ops.matmul(query, ops.swapaxes(keys, -1, -2))
@@ -368,6 +375,9 @@ class AdditiveScore(AttentionScore):
         if self.bias is not None:
             projected = projected + ops.cast(self.bias, projected.dtype)
         return projected
+
+    def precomputed_keys_size(self, query_size, key_size):
+        return self.units or key_size
 
     def score(self, query, keys):
         # Per step, only the (B, Tq, Tk, units) tanh is paid (the bias is in the

@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_attn import _validation
 from keras_attn.multi_head import MultiHeadAttention
 
 
@@ -80,6 +81,9 @@ class SelfAttention(MultiHeadAttention):
             padding, mask = mask, None
         if inputs_mask is not None:
             padding = inputs_mask if padding is None else padding
+        _validation.check_mask(
+            "mask", padding, [(inputs.shape[0], inputs.shape[1])], self.name
+        )
         return super().call(
             inputs,
             inputs,

@@ -54,6 +54,12 @@ class RotaryEmbedding(keras.layers.Layer):
                 f"received shape {tuple(inputs.shape)}."
             )
         rank = len(inputs.shape)
+        if not -rank <= self.sequence_axis < rank or self.sequence_axis % rank == rank - 1:
+            raise ValueError(
+                f"{self.name}: `sequence_axis={self.sequence_axis}` must be an axis of "
+                "`inputs` other than the last (the rotated features); received `inputs` "
+                f"of shape {tuple(inputs.shape)}."
+            )
         axis = self.sequence_axis % rank
         length = ops.shape(inputs)[axis]
         positions = (

@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -183,6 +185,13 @@ def test_bad_inputs_raise_clear_errors(rng):
         layer(inputs["query"], inputs["value"], inputs["key"], mask=np.ones((2, 4), bool))
     with pytest.raises(ValueError, match=r"`query` and `value` must have the same batch size"):
         layer(inputs["query"][:1], inputs["value"])
+    with pytest.raises(ValueError, match=r"`key` and `value` must have the same batch size"):
+        layer(inputs["query"], inputs["value"], inputs["key"][:1])
+    for name, shape in (("query_mask", (2, 3)), ("value_mask", (2, 5)), ("key_mask", (2, 5))):
+        with pytest.raises(
+            ValueError, match=rf"`{name}` must have shape {re.escape(str(shape))}.*received `{name}` of shape \(2, 4\)"
+        ):
+            layer(inputs["query"], inputs["value"], inputs["key"], **{name: np.ones((2, 4), bool)})
     with pytest.raises(ValueError, match="Unknown `score`"):
         keras_attn.Attention(score="nope")
     with pytest.raises(ValueError, match="`dropout` must be in"):

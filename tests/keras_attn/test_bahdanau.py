@@ -114,3 +114,20 @@ def test_bad_inputs(rng):
         keras_attn.BahdanauAttention(4)(inputs["query"], inputs["values"][:, 0])
     with pytest.raises(ValueError, match=r"`units` must be a positive integer"):
         keras_attn.BahdanauAttention(0)
+
+
+def test_precomputed_keys_of_the_wrong_shape_are_rejected(rng):
+    inputs = _inputs(rng)
+    layer = keras_attn.BahdanauAttention(units=10)
+    keys = layer.precompute_keys(inputs["values"])
+    for wrong in (
+        rng.normal(size=(3, 7, 16)).astype("float32"),  # the values themselves, not U h + b
+        to_numpy(keys)[:, :5],  # another length
+        to_numpy(keys)[:2],  # another batch
+        to_numpy(keys)[0],  # rank 2
+    ):
+        with pytest.raises(
+            ValueError, match=r"`precomputed_keys` must have shape \(3, 7, 10\), what "
+            r"`precompute_keys\(key\)` returns for a key of shape \(3, 7, 16\); received"
+        ):
+            layer(inputs["query"], inputs["values"], precomputed_keys=wrong)

@@ -152,3 +152,5 @@ def test_bad_call_inputs(rng):
         layer(x, x[:, :5], use_causal_mask=True)
     with pytest.raises(ValueError, match=r"`query` must have rank 3"):
         layer(x[:, 0], x)
+    with pytest.raises(ValueError, match=r"`query` and `value` must have the same batch size"):
+        layer(x, x[:1])

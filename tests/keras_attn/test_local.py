@@ -193,3 +193,10 @@ def test_bad_call_inputs(rng):
         monotonic(inputs["query"][None], inputs["value"])
     with pytest.raises(ValueError, match=r"`key` and `value` must have the same length"):
         monotonic(inputs["query"], inputs["value"], key=inputs["value"][:, :5])
+
+
+def test_precomputed_keys_of_the_wrong_shape_are_rejected(rng):
+    inputs = _inputs(rng)
+    local = keras_attn.LocalAttention(window=2, score="concat", units=5)
+    with pytest.raises(ValueError, match=r"`precomputed_keys` must have shape \(2, 9, 5\)"):
+        local(**inputs, precomputed_keys=inputs["value"])

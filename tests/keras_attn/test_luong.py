@@ -43,3 +43,16 @@ def test_scale_multiplies_the_scores(rng):
 def test_unknown_score_is_rejected():
     with pytest.raises(ValueError, match=r"`score` must be one of \('dot', 'general', 'concat'\)"):
         keras_attn.LuongAttention(score="additive")
+
+
+def test_precomputed_keys_must_match_the_score(rng):
+    inputs = _inputs(rng)
+    inputs["value"] = inputs["value"][..., :5]  # W k maps the 5 key features to the query's 8
+    general = keras_attn.LuongAttention(score="general")
+    general(**inputs)
+    keys = general.precompute_keys(inputs["value"])
+    np.testing.assert_allclose(
+        to_numpy(general(**inputs, precomputed_keys=keys)), to_numpy(general(**inputs)), atol=1e-6
+    )
+    with pytest.raises(ValueError, match=r"`precomputed_keys` must have shape \(2, 6, 8\)"):
+        general(**inputs, precomputed_keys=inputs["value"])

@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -107,3 +109,12 @@ def test_bad_arguments(rng):
         keras_attn.MultiHeadAttention(0, 4)
     with pytest.raises(ValueError, match=r"`mask` must have shape"):
         layer(inputs["query"], inputs["value"], mask=np.ones((2, 5, 3), bool))
+    with pytest.raises(ValueError, match=r"`query` and `value` must have the same batch size"):
+        layer(inputs["query"][:1], inputs["value"])
+    with pytest.raises(ValueError, match=r"`key` and `value` must have the same batch size"):
+        layer(inputs["query"], inputs["value"], inputs["value"][:1])
+    for name, shape in (("query_mask", (2, 5)), ("value_mask", (2, 7)), ("key_mask", (2, 7))):
+        with pytest.raises(
+            ValueError, match=rf"`{name}` must have shape {re.escape(str(shape))}.*received `{name}` of shape \(2, 6\)"
+        ):
+            layer(inputs["query"], inputs["value"], **{name: np.ones((2, 6), bool)})

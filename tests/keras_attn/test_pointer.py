@@ -123,3 +123,15 @@ def test_a_sequence_of_queries_equals_one_call_per_step(rng):
     # A (B, Tq, T) mask excludes per step as well.
     per_step = np.broadcast_to(mask[:, None], (B, steps, T)) & ~chosen
     np.testing.assert_allclose(to_numpy(layer(queries, keys, mask=per_step)), together, atol=1e-6)
+
+
+def test_precomputed_keys_must_be_what_precompute_keys_returns(rng):
+    query, keys, mask = _inputs(rng)
+    layer = PointerAttention(units=7, glimpses=1)
+    projected = layer.precompute_keys(keys)
+    with pytest.raises(ValueError, match=r"must be the list of 2 tensors .*; received a list of 1"):
+        layer(query, keys, precomputed_keys=projected[1:])
+    with pytest.raises(ValueError, match=r"must be the list of 2 tensors .*; received \w+"):
+        layer(query, keys, precomputed_keys=projected[0])
+    with pytest.raises(ValueError, match=rf"`precomputed_keys` must have shape \({B}, {T}, 7\)"):
+        layer(query, keys, precomputed_keys=[projected[0], keys])

@@ -54,3 +54,22 @@ def test_alibi_slopes_and_bias(rng):
     # One query step at the end of 4 keys sees distances 3, 2, 1, 0.
     step = to_numpy(keras_attn.ALiBiBias(2)(x[:, :1], x))
     np.testing.assert_allclose(step[0, 0, 0], [-3 / 16, -2 / 16, -1 / 16, 0.0])
+
+
+@pytest.mark.parametrize("sequence_axis, shape", [(1, (2, 8)), (2, (2, 6, 8)), (5, (2, 6, 8))])
+def test_rotary_sequence_axis_must_not_be_the_feature_axis(rng, sequence_axis, shape):
+    rope = keras_attn.RotaryEmbedding(sequence_axis=sequence_axis)
+    with pytest.raises(
+        ValueError,
+        match=rf"`sequence_axis={sequence_axis}` must be an axis of `inputs` other than the last",
+    ):
+        rope(rng.normal(size=shape).astype("float32"))
+
+
+def test_rotary_negative_sequence_axis_counts_from_the_end(rng):
+    x = rng.normal(size=(2, 6, 8)).astype("float32")
+    np.testing.assert_allclose(
+        to_numpy(keras_attn.RotaryEmbedding(sequence_axis=-2)(x)),
+        to_numpy(keras_attn.RotaryEmbedding(sequence_axis=1)(x)),
+        atol=1e-6,
+    )

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 import keras_attn
 from tests.keras_attn.contract import run_layer_contract, to_numpy
@@ -52,3 +53,9 @@ def test_keras_padding_mask_and_positional_encodings_compose():
     w = to_numpy(w)
     assert np.all(w[0, :, :, 3] == 0) and np.all(w[1, :, :, 2:] == 0)
     assert np.all(w[1, :, 2:] == 0)  # padded queries attend to nothing
+
+
+def test_a_padding_mask_of_another_length_is_rejected(rng):
+    x = rng.normal(size=(2, 5, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"`mask` must have shape \(2, 5\).*received `mask` of shape \(2, 6\)"):
+        keras_attn.SelfAttention(8)(x, mask=np.ones((2, 6), bool))
