@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from training.arguments import non_negative_int, positive_int
+
 BACKENDS = ("tensorflow", "jax", "torch")
 
 
@@ -89,7 +91,7 @@ def build_parser():
             "--run-dir", required=True, help="a --work-dir of `train`, or an export's assets.extra/"
         )
         sub.add_argument("--data", help="a TSV to evaluate on instead of the run's test split")
-        sub.add_argument("--beam-width", type=int, default=4)
+        sub.add_argument("--beam-width", type=positive_int, default=4)
         sub = export_tasks.add_parser(name, help=task.summary)
         sub.add_argument("--run-dir", required=True)
         sub.add_argument("--output-dir", default="saved_models")
@@ -109,11 +111,13 @@ def build_parser():
     predict.add_argument("--story", nargs="+", help="memn2n: the story's sentences, oldest first")
     predict.add_argument("--story-file", help="memn2n: a file of the story's sentences, one a line")
     predict.add_argument("--question", help="memn2n: the question")
-    predict.add_argument("--length", type=int,
+    predict.add_argument("--length", type=positive_int,
                          help="ntm-/dnc-copy, ntm-/dnc-repeat-copy: sequence length")
-    predict.add_argument("--repeats", type=int, help="ntm-/dnc-repeat-copy: the number of copies")
-    predict.add_argument("--items", type=int, help="ntm-associative-recall: the number of items")
-    predict.add_argument("--seed", type=int, default=0,
+    predict.add_argument("--repeats", type=positive_int,
+                         help="ntm-/dnc-repeat-copy: the number of copies")
+    predict.add_argument("--items", type=positive_int,
+                         help="ntm-associative-recall: the number of items")
+    predict.add_argument("--seed", type=non_negative_int, default=0,
                          help="ntm-*, dnc-*, pointer-*: the generated example's seed")
     predict.add_argument(
         "--sequence-file",
@@ -123,7 +127,8 @@ def build_parser():
     predict.add_argument("--points", help="pointer-*: one point set, e.g. '0.1 0.2; 0.5 0.9; …'")
     predict.add_argument(
         "--points-file", help="pointer-*: a point set (.npy, or text: a point a line)")
-    predict.add_argument("--n", type=int, help="pointer-*: a generated point set of N points")
+    predict.add_argument("--n", type=positive_int,
+                         help="pointer-*: a generated point set of N points")
     predict.add_argument("--plot", help="save a figure of the attention here (needs matplotlib)")
 
     config = commands.add_parser("serving-config", help="write saved_models/models.config")

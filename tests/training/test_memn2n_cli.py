@@ -48,3 +48,23 @@ def test_bad_data_arguments_stop_with_a_clear_message(tmp_path, flags, message):
             str(tmp_path / "w"), "--no-export", "--quiet"]
     with pytest.raises(SystemExit, match=message):
         cli.main(argv)
+
+
+@pytest.mark.parametrize("flags, message", [
+    # Without --data-dir, --tasks used to be ignored and every built-in kind trained.
+    (["--tasks", "99"], r"`--tasks` picks bAbI files from `--data-dir`.*--kinds"),
+    (["--kinds", "5"], r"`--kinds`: Unknown story kind '5'"),
+])
+def test_built_in_stories_are_picked_with_kinds_only(tmp_path, flags, message):
+    argv = ["train", "memn2n", *flags, "--work-dir", str(tmp_path / "w"), "--no-export", "--quiet"]
+    with pytest.raises(SystemExit, match=message):
+        cli.main(argv)
+
+
+def test_kinds_with_a_data_dir_is_refused(tmp_path):
+    data = tmp_path / "babi"
+    data.mkdir()
+    _write_task(data, 1, "single-supporting-fact", generate_questions(1, 50, seed=0), "train")
+    with pytest.raises(SystemExit, match=r"`--kinds` picks the built-in stories"):
+        cli.main(["train", "memn2n", "--data-dir", str(data), "--kinds", "1",
+                  "--work-dir", str(tmp_path / "w"), "--no-export", "--quiet"])

@@ -69,15 +69,6 @@ def test_monitor_stops_on_a_non_finite_loss():
     assert monitor.record({**point, "train_cost_bits": float("nan")}) and monitor.diverged
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--sequences", "0"], "`--sequences` must be ≥ 1"),
-    (["--batch-size", "0"], "`--batch-size` must be ≥ 1"),
-])
-def test_bad_training_flags_stop_with_a_clear_message(tmp_path, flags, message):
-    with pytest.raises(SystemExit, match=message):
-        cli.main(["train", "ntm-copy", *SMALL, *flags, "--work-dir", str(tmp_path / "w")])
-
-
 def test_check_sequence_accepts_a_sequence_or_a_batch():
     assert ntm.check_sequence(np.zeros((5, 9)), 9).shape == (1, 5, 9)
     assert ntm.check_sequence(np.zeros((2, 5, 9)), 9).dtype == np.float32

@@ -138,7 +138,6 @@ def test_predict_prints_bit_errors_and_plots(trained, tmp_path, capsys):
     (np.full((4, 9), np.nan), [], "NaN or infinite"),
     (np.zeros((0, 9)), [], "has no steps"),
     (None, ["--items", "3"], r"takes \['--length'\]"),
-    (None, ["--length", "0"], "`length` must be an int ≥ 1"),
 ])
 def test_predict_refuses_bad_input_clearly(trained, tmp_path, rows, flags, message):
     from training import cli

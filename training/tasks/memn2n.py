@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from training.arguments import fraction, non_negative_int, positive_float, positive_int, probability
 from training.data import babi
 from training.text import Vocabulary
 
@@ -33,30 +34,35 @@ def add_arguments(parser):
         help="built-in story kinds (numbers or names, comma-separated) or all: "
         "single-supporting-fact, two-supporting-facts, yes-no, counting",
     )
-    data.add_argument("--train-questions", type=int, default=3000, help="built-in, per kind")
-    data.add_argument("--test-questions", type=int, default=1000, help="built-in, per kind")
-    data.add_argument("--validation-fraction", type=float, default=0.1)
-    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--train-questions", type=positive_int,
+                      default=3000, help="built-in, per kind")
+    data.add_argument("--test-questions", type=positive_int,
+                      default=1000, help="built-in, per kind")
+    data.add_argument("--validation-fraction", type=fraction, default=0.1)
+    data.add_argument("--seed", type=non_negative_int, default=0)
     model = parser.add_argument_group("model")
-    model.add_argument("--memory-size", type=int, default=50, help="most recent sentences kept")
+    model.add_argument("--memory-size", type=positive_int,
+                       default=50, help="most recent sentences kept")
     model.add_argument(
-        "--embedding-dim", type=int, help="default 20 for one task, 50 for several (the paper)"
+        "--embedding-dim", type=positive_int,
+        help="default 20 for one task, 50 for several (the paper)",
     )
-    model.add_argument("--hops", type=int, default=3)
+    model.add_argument("--hops", type=positive_int, default=3)
     model.add_argument("--weight-tying", choices=("adjacent", "layerwise"), default="adjacent")
     model.add_argument("--position-encoding", action=argparse.BooleanOptionalAction, default=True)
     model.add_argument("--temporal-encoding", action=argparse.BooleanOptionalAction, default=True)
-    model.add_argument("--random-noise", type=float, default=0.1)
+    model.add_argument("--random-noise", type=probability, default=0.1)
     model.add_argument("--linear-start", action=argparse.BooleanOptionalAction, default=True)
     fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, help="default 100 for one task, 60 for several")
-    fit.add_argument("--batch-size", type=int, default=32)
+    fit.add_argument("--epochs", type=positive_int, help="default 100 for one task, 60 for several")
+    fit.add_argument("--batch-size", type=positive_int, default=32)
     fit.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
-    fit.add_argument("--learning-rate", type=float, help="default 0.01 (sgd), 0.001 (adam)")
+    fit.add_argument("--learning-rate", type=positive_float,
+                     help="default 0.01 (sgd), 0.001 (adam)")
     fit.add_argument(
-        "--halve-every", type=int, help="epochs; default 25 for one task, 15 for several"
+        "--halve-every", type=positive_int, help="epochs; default 25 for one task, 15 for several"
     )
-    fit.add_argument("--clipnorm", type=float, default=40.0)
+    fit.add_argument("--clipnorm", type=positive_float, default=40.0)
     fit.add_argument(
         "--jit", action=argparse.BooleanOptionalAction, default=True,
         help="XLA-compiled steps (default on: ~3× faster on TF/CPU, benchmarks/memn2n.py)",
@@ -82,6 +88,13 @@ def _numbers(text, name):
 
 def load_questions(args):
     """`{"train", "validation", "test"}` question lists, plus task names."""
+    if args.data_dir and args.kinds != "all":
+        raise SystemExit("`--kinds` picks the built-in stories; with `--data-dir`, pick bAbI "
+                         f"tasks with `--tasks`; received --kinds {args.kinds!r}")
+    if not args.data_dir and args.tasks != "all":
+        raise SystemExit("`--tasks` picks bAbI files from `--data-dir`; the built-in stories "
+                         "are picked with `--kinds` (1, 2, 6, 7 or their names); received "
+                         f"--tasks {args.tasks!r}")
     if args.data_dir:
         try:
             files = babi.find_task_files(args.data_dir)
@@ -104,9 +117,12 @@ def load_questions(args):
         return splits, names, "babi"
     from training.data.stories import KINDS, generate_questions, kind_number
 
-    kinds = sorted(KINDS) if args.kinds == "all" else sorted(
-        {kind_number(k.strip()) for k in args.kinds.split(",")}
-    )
+    try:
+        kinds = sorted(KINDS) if args.kinds == "all" else sorted(
+            {kind_number(k.strip()) for k in args.kinds.split(",")}
+        )
+    except ValueError as error:
+        raise SystemExit(f"`--kinds`: {error}") from None
     validation = max(1, round(args.validation_fraction * args.train_questions))
     splits = {"train": [], "validation": [], "test": []}
     for kind in kinds:

@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.data import algorithmic
 
 EXPORT_ROOT = "saved_models"
@@ -146,33 +147,37 @@ def add_arguments(parser, task_name):
     task = TASKS[task_name]
     if task.architecture == "dnc":
         model = parser.add_argument_group("model (DNC, LSTM controller)")
-        model.add_argument("--memory-size", type=int, default=64,
+        model.add_argument("--memory-size", type=positive_int, default=64,
                            help="N, memory rows (the link matrix is N × N)")
     else:
         model = parser.add_argument_group("model (defaults: Graves et al. 2014, LSTM controller)")
-        model.add_argument("--memory-size", type=int, default=128, help="N, memory rows")
-    model.add_argument("--memory-width", type=int, default=20, help="a row's size")
-    model.add_argument("--read-heads", type=int, default=task.model.get("read_heads", 1))
-    model.add_argument("--controller-units", type=int, default=100)
+        model.add_argument("--memory-size", type=positive_int, default=128, help="N, memory rows")
+    model.add_argument("--memory-width", type=positive_int, default=20, help="a row's size")
+    model.add_argument("--read-heads", type=positive_int, default=task.model.get("read_heads", 1))
+    model.add_argument("--controller-units", type=positive_int, default=100)
     if task.architecture == "ntm":
-        model.add_argument("--write-heads", type=int, default=task.model.get("write_heads", 1))
+        model.add_argument("--write-heads", type=positive_int,
+                           default=task.model.get("write_heads", 1))
         model.add_argument("--controller", choices=("lstm", "feedforward"), default="lstm")
-        model.add_argument("--shift-range", type=int, default=1)
+        model.add_argument("--shift-range", type=non_negative_int, default=1)
         model.add_argument("--memory-init", choices=("constant", "learned", "random"),
                            default="constant")
     fit = parser.add_argument_group("training")
-    fit.add_argument("--sequences", type=int, default=task.sequences,
+    fit.add_argument("--sequences", type=positive_int, default=task.sequences,
                      help="the training budget, in sequences")
-    fit.add_argument("--batch-size", type=int, default=8)
-    fit.add_argument("--learning-rate", type=float, default=3e-4, help="RMSprop, momentum 0.9")
-    fit.add_argument("--clipnorm", type=float, default=10.0)
-    fit.add_argument("--check-every", type=int, default=1000, help="sequences between checks")
-    fit.add_argument("--target-errors", type=float, default=0.1,
+    fit.add_argument("--batch-size", type=positive_int, default=8)
+    fit.add_argument("--learning-rate", type=positive_float,
+                     default=3e-4, help="RMSprop, momentum 0.9")
+    fit.add_argument("--clipnorm", type=positive_float, default=10.0)
+    fit.add_argument("--check-every", type=positive_int,
+                     default=1000, help="sequences between checks")
+    fit.add_argument("--target-errors", type=non_negative_float, default=0.1,
                      help="converged: mean bit errors per validation sequence below this")
-    fit.add_argument("--patience", type=int, default=3,
+    fit.add_argument("--patience", type=non_negative_int, default=3,
                      help="stop after this many converged checks in a row (0: never stop early)")
-    fit.add_argument("--test-sequences", type=int, default=1000, help="per figure after training")
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--test-sequences", type=positive_int,
+                     default=1000, help="per figure after training")
+    fit.add_argument("--seed", type=non_negative_int, default=0)
     fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
     out = parser.add_argument_group("output")
@@ -299,10 +304,6 @@ def fit_model(task, args):
     from models.dnc import build_dnc
     from models.ntm import build_ntm, compile_ntm
 
-    for name in ("sequences", "batch_size", "check_every"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
-                             f"{getattr(args, name)}")
     config = model_config(task, args)
     build = build_dnc if task.architecture == "dnc" else build_ntm
     model = compile_ntm(build(config), learning_rate=args.learning_rate,

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.data import points as geometry
 
 EXPORT_ROOT = "saved_models"
@@ -134,33 +135,35 @@ TASKS = {
 def add_arguments(parser, task_name):
     task = TASKS[task_name]
     data = parser.add_argument_group("data")
-    data.add_argument("--min-points", type=int, default=task.sizes[0], help="smallest training N")
-    data.add_argument("--max-points", type=int, default=task.sizes[1], help="largest training N")
-    data.add_argument("--train-instances", type=int, default=task.instances)
-    data.add_argument("--validation-instances", type=int, default=VALIDATION_INSTANCES,
+    data.add_argument("--min-points", type=positive_int,
+                      default=task.sizes[0], help="smallest training N")
+    data.add_argument("--max-points", type=positive_int,
+                      default=task.sizes[1], help="largest training N")
+    data.add_argument("--train-instances", type=positive_int, default=task.instances)
+    data.add_argument("--validation-instances", type=positive_int, default=VALIDATION_INSTANCES,
                       help="mixed-size instances for each epoch's validation loss")
-    data.add_argument("--test-instances", type=int, default=10_000, help="per test size")
+    data.add_argument("--test-instances", type=positive_int, default=10_000, help="per test size")
     data.add_argument("--test-sizes", default=",".join(map(str, task.test_sizes)),
                       help="the N of each test figure, comma-separated")
-    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--seed", type=non_negative_int, default=0)
     model = parser.add_argument_group("model")
     model.add_argument("--encoder", choices=("set", "lstm"), default="set",
                        help="set: self-attention, order-invariant; lstm: Vinyals et al. 2015")
-    model.add_argument("--units", type=int, default=128)
-    model.add_argument("--encoder-layers", type=int, default=3)
-    model.add_argument("--heads", type=int, default=8)
-    model.add_argument("--glimpses", type=int, default=1)
-    model.add_argument("--logit-clip", type=float, default=10.0, help="0: no clipping")
-    model.add_argument("--supported-points", type=int, default=100,
+    model.add_argument("--units", type=positive_int, default=128)
+    model.add_argument("--encoder-layers", type=positive_int, default=3)
+    model.add_argument("--heads", type=positive_int, default=8)
+    model.add_argument("--glimpses", type=non_negative_int, default=1)
+    model.add_argument("--logit-clip", type=non_negative_float, default=10.0, help="0: no clipping")
+    model.add_argument("--supported-points", type=positive_int, default=100,
                        help="the longest point set the model (and its export) accepts")
     fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=task.epochs)
-    fit.add_argument("--batch-size", type=int, default=128)
-    fit.add_argument("--learning-rate", type=float, default=1e-3,
+    fit.add_argument("--epochs", type=positive_int, default=task.epochs)
+    fit.add_argument("--batch-size", type=positive_int, default=128)
+    fit.add_argument("--learning-rate", type=positive_float, default=1e-3,
                      help="Adam: warmed up linearly, then cosine-decayed to 1/20")
-    fit.add_argument("--warmup-steps", type=int, default=500)
-    fit.add_argument("--clipnorm", type=float, default=1.0)
-    fit.add_argument("--beam-width", type=int, default=max(task.beam_widths),
+    fit.add_argument("--warmup-steps", type=non_negative_int, default=500)
+    fit.add_argument("--clipnorm", type=positive_float, default=1.0)
+    fit.add_argument("--beam-width", type=positive_int, default=max(task.beam_widths),
                      help="the export's decoder (1: greedy)")
     fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
@@ -280,13 +283,6 @@ def fit_model(task, args):
     from models.pointer_net import build_pointer_net, compile_pointer_net
     from training.runtime import run_callbacks
 
-    for name in ("train_instances", "validation_instances", "epochs", "batch_size",
-                 "min_points", "test_instances"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"`--{name.replace('_', '-')}` must be ≥ 1; received "
-                             f"{getattr(args, name)}")
-    if args.warmup_steps < 0:
-        raise SystemExit(f"`--warmup-steps` must be ≥ 0; received {args.warmup_steps}")
     if not 3 <= args.min_points <= args.max_points <= args.supported_points:
         raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; received "
                          f"{args.min_points}, {args.max_points}, {args.supported_points}")

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.text import Vocabulary, encode_batch
 
 DEFAULT_WORK_DIR = os.path.join("runs", "translator")
@@ -26,13 +27,15 @@ def add_arguments(parser):
     data.add_argument("--level", choices=("char", "word"), default="char")
     data.add_argument("--lowercase", action="store_true")
     data.add_argument("--space-punctuation", action="store_true")
-    data.add_argument("--max-pairs", type=int)
-    data.add_argument("--max-length", type=int, help="skip pairs longer than this (characters)")
+    data.add_argument("--max-pairs", type=positive_int)
+    data.add_argument("--max-length", type=positive_int,
+                      help="skip pairs longer than this (characters)")
     data.add_argument(
-        "--train-size", type=int, default=20000, help="built-in dates: training pairs"
+        "--train-size", type=positive_int, default=20000, help="built-in dates: training pairs"
     )
-    data.add_argument("--test-size", type=int, default=2000, help="built-in dates: test pairs")
-    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--test-size", type=positive_int,
+                      default=2000, help="built-in dates: test pairs")
+    data.add_argument("--seed", type=non_negative_int, default=0)
     model = parser.add_argument_group("model")
     model.add_argument(
         "--attention",
@@ -42,14 +45,14 @@ def add_arguments(parser):
         default="bahdanau",
     )
     model.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
-    model.add_argument("--embedding-dim", type=int, default=64)
-    model.add_argument("--encoder-units", type=int, default=64)
-    model.add_argument("--decoder-units", type=int, default=128)
-    model.add_argument("--attention-units", type=int, default=128)
+    model.add_argument("--embedding-dim", type=positive_int, default=64)
+    model.add_argument("--encoder-units", type=positive_int, default=64)
+    model.add_argument("--decoder-units", type=positive_int, default=128)
+    model.add_argument("--attention-units", type=positive_int, default=128)
     fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=int, default=3)
-    fit.add_argument("--batch-size", type=int, default=64)
-    fit.add_argument("--learning-rate", type=float, default=3e-3)
+    fit.add_argument("--epochs", type=positive_int, default=3)
+    fit.add_argument("--batch-size", type=positive_int, default=64)
+    fit.add_argument("--learning-rate", type=positive_float, default=3e-3)
     fit.add_argument(
         "--jit",
         action=argparse.BooleanOptionalAction,
@@ -65,8 +68,8 @@ def add_arguments(parser):
         help="TensorBoard logs (default: on with the TF backend)",
     )
     out = parser.add_argument_group("decoding and output")
-    out.add_argument("--beam-width", type=int, default=4, help="beam width of the export")
-    out.add_argument("--length-penalty", type=float, default=0.0, help="GNMT α")
+    out.add_argument("--beam-width", type=positive_int, default=4, help="beam width of the export")
+    out.add_argument("--length-penalty", type=non_negative_float, default=0.0, help="GNMT α")
     out.add_argument(
         "--output-dir",
         default=DEFAULT_EXPORT_ROOT,
