@@ -13,8 +13,11 @@ After `end_token`, a sequence continues with `pad_token` at zero cost, so output
 are `[tokens..., end_token, pad_token, ...]`.
 """
 
+import numbers
+
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn import ops as attn_ops
 
 _NEG = -1e9
@@ -38,6 +41,30 @@ def coverage_penalty(coverage, beta, source_mask=None):
     if source_mask is not None:
         terms = ops.where(ops.cast(source_mask, "bool"), terms, 0.0)
     return beta * ops.sum(terms, axis=-1)
+
+
+def _static(value):
+    """`value` as an `int` if it is a Python or NumPy integer, else `None` (a tensor)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
+def _positive(name, value):
+    """`value` as an `int ≥ 1`, or a `ValueError` naming `name`."""
+    _validation.check_integer(name, _static(value) if _static(value) is not None else value)
+    return int(value)
+
+
+def _check_sizes(batch_size, max_length, alignment_length, source_mask=None):
+    """Clear errors for sizes known in Python, before they reach a `while_loop`."""
+    for name, value in (("batch_size", batch_size), ("max_length", max_length),
+                        ("alignment_length", alignment_length)):
+        if _static(value) is not None:
+            _positive(name, value)
+    _validation.check_mask(
+        "source_mask", source_mask, [(_static(batch_size), _static(alignment_length))]
+    )
 
 
 def _write(buffer, t, value, positions, time_axis):
@@ -65,6 +92,7 @@ def greedy_decode(
         log-probabilities, `lengths` `(B,)` tokens up to and including
         `end_token`, `alignments` `(B, max_length, T_in)`.
     """
+    _check_sizes(batch_size, max_length, alignment_length)
     positions = ops.arange(max_length, dtype="int32")
     loop_vars = (
         ops.convert_to_tensor(0, "int32"),
@@ -100,7 +128,7 @@ def greedy_decode(
 
 def tile_beams(x, beam_width):
     """`(B, ...)` → `(B · K, ...)`, each row repeated `K` times in place."""
-    return ops.repeat(x, beam_width, axis=0)
+    return ops.repeat(x, _positive("beam_width", beam_width), axis=0)
 
 
 def beam_search(
@@ -141,9 +169,8 @@ def beam_search(
         the ranking scores, `log_probs` summed log-probabilities, `lengths`,
         and `alignments` `(B, [K,] max_length, T_in)`.
     """
-    k = int(beam_width)
-    if k < 1:
-        raise ValueError(f"`beam_width` must be at least 1; received {beam_width}.")
+    k = _positive("beam_width", beam_width)
+    _check_sizes(batch_size, max_length, alignment_length, source_mask)
     positions = ops.arange(max_length, dtype="int32")
     states = [tile_beams(s, k) for s in initial_states]
     if source_mask is not None:

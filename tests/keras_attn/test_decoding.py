@@ -135,5 +135,25 @@ def test_decoding_runs_under_jit(rng):
 
 
 def test_beam_width_must_be_positive():
-    with pytest.raises(ValueError, match="`beam_width` must be at least 1"):
+    with pytest.raises(ValueError, match=r"`beam_width` must be a positive integer; received 0\."):
         decoding.beam_search(None, [], 1, 0, 3, START, END, 2)
+    with pytest.raises(ValueError, match=r"`beam_width` must be a positive integer; received 0\."):
+        decoding.tile_beams(np.ones((2, 3)), 0)
+    assert decoding.tile_beams(np.ones((2, 3)), np.int64(2)).shape == (4, 3)
+
+
+@pytest.mark.parametrize("decode", ["greedy", "beam"])
+def test_sizes_known_in_python_are_checked_before_the_loop(decode):
+    def run(max_length=3, alignment_length=2, **kwargs):
+        if decode == "greedy":
+            return decoding.greedy_decode(None, [], 2, max_length, START, END, alignment_length)
+        return decoding.beam_search(None, [], 2, 2, max_length, START, END, alignment_length,
+                                    **kwargs)
+
+    with pytest.raises(ValueError, match=r"`max_length` must be a positive integer; received -1\."):
+        run(max_length=-1)
+    with pytest.raises(ValueError, match=r"`alignment_length` must be a positive integer"):
+        run(alignment_length=0)
+    if decode == "beam":
+        with pytest.raises(ValueError, match=r"`source_mask` must have shape \(2, 2\).*\(2, 5\)"):
+            run(coverage_penalty_beta=0.2, source_mask=np.ones((2, 5), bool))
