@@ -7,12 +7,13 @@ Token ids follow `training.text`: `[PAD]=0 [UNK]=1 [START]=2 [END]=3`.
 """
 
 import dataclasses
+import numbers
 
 import keras
 from keras import ops
 
 import keras_attn
-from keras_attn import decoding
+from keras_attn import _validation, decoding
 from models.compiling import compile_with_built_optimizer
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
@@ -39,6 +40,15 @@ class TranslatorConfig:
     dropout: float = 0.0
 
     def __post_init__(self):
+        for field in dataclasses.fields(self):
+            if field.type in ("int", int):
+                value = getattr(self, field.name)
+                if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                    value = int(value)  # e.g. a NumPy length from the data
+                    setattr(self, field.name, value)
+                _validation.check_integer(field.name, value)
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1); received {self.dropout}.")
         if self.attention not in ATTENTIONS:
             raise ValueError(
                 f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}."

@@ -72,6 +72,13 @@ def test_config_validation():
         T.TranslatorConfig(5, 5, 3, 3, attention="hard")
     with pytest.raises(ValueError, match="`decoder_units` must equal 2"):
         T.TranslatorConfig(5, 5, 3, 3, attention="luong-dot", encoder_units=8, decoder_units=8)
+    with pytest.raises(ValueError, match=r"`source_vocab_size` must be a positive integer; received 0"):
+        T.TranslatorConfig(0, 5, 3, 3)
+    with pytest.raises(ValueError, match=r"`encoder_units` must be a positive integer; received 2\.5"):
+        T.TranslatorConfig(5, 5, 3, 3, encoder_units=2.5)
+    with pytest.raises(ValueError, match=r"`dropout` must be in \[0, 1\); received 2\.0"):
+        T.TranslatorConfig(5, 5, 3, 3, dropout=2.0)  # Keras's cells would clip it to 1
+    assert T.TranslatorConfig(5, 5, np.int64(3), 3).max_source_length == 3
 
 
 def test_all_padding_source_gives_finite_output(rng):
