@@ -52,8 +52,9 @@ def _static(value):
 
 def _positive(name, value):
     """`value` as an `int ≥ 1`, or a `ValueError` naming `name`."""
-    _validation.check_integer(name, _static(value) if _static(value) is not None else value)
-    return int(value)
+    static = _static(value)
+    _validation.check_integer(name, value if static is None else static)
+    return static
 
 
 def _check_sizes(batch_size, max_length, alignment_length, source_mask=None):
