@@ -1,5 +1,7 @@
 """Argument checks shared by the layers: clear errors instead of deep backend ones."""
 
+import numbers
+
 
 def static_shape(x):
     """The static shape of a tensor, KerasTensor or array, as a tuple."""
@@ -7,13 +9,15 @@ def static_shape(x):
 
 
 def check_integer(name, value, least=1):
-    """Raises `ValueError` unless `value` is an `int` (not a bool) `≥ least`.
+    """`value` as a Python `int`, or `ValueError` unless it is an integer `≥ least`.
 
-    The message says "a positive integer" for `least=1`, else "an integer ≥ least".
+    Python and NumPy integers pass (not bools). The message says "a positive
+    integer" for `least=1`, else "an integer ≥ least".
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         expected = "a positive integer" if least == 1 else f"an integer ≥ {least}"
         raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
+    return int(value)
 
 
 def check_rank(name, shape, ranks, layer=None):

@@ -50,19 +50,12 @@ def _static(value):
     return None
 
 
-def _positive(name, value):
-    """`value` as an `int ≥ 1`, or a `ValueError` naming `name`."""
-    static = _static(value)
-    _validation.check_integer(name, value if static is None else static)
-    return static
-
-
 def _check_sizes(batch_size, max_length, alignment_length, source_mask=None):
     """Clear errors for sizes known in Python, before they reach a `while_loop`."""
     for name, value in (("batch_size", batch_size), ("max_length", max_length),
                         ("alignment_length", alignment_length)):
         if _static(value) is not None:
-            _positive(name, value)
+            _validation.check_integer(name, value)
     _validation.check_mask(
         "source_mask", source_mask, [(_static(batch_size), _static(alignment_length))]
     )
@@ -129,7 +122,7 @@ def greedy_decode(
 
 def tile_beams(x, beam_width):
     """`(B, ...)` → `(B · K, ...)`, each row repeated `K` times in place."""
-    return ops.repeat(x, _positive("beam_width", beam_width), axis=0)
+    return ops.repeat(x, _validation.check_integer("beam_width", beam_width), axis=0)
 
 
 def beam_search(
@@ -170,7 +163,7 @@ def beam_search(
         the ranking scores, `log_probs` summed log-probabilities, `lengths`,
         and `alignments` `(B, [K,] max_length, T_in)`.
     """
-    k = _positive("beam_width", beam_width)
+    k = _validation.check_integer("beam_width", beam_width)
     _check_sizes(batch_size, max_length, alignment_length, source_mask)
     positions = ops.arange(max_length, dtype="int32")
     states = [tile_beams(s, k) for s in initial_states]

@@ -7,7 +7,6 @@ Token ids follow `training.text`: `[PAD]=0 [UNK]=1 [START]=2 [END]=3`.
 """
 
 import dataclasses
-import numbers
 
 import keras
 from keras import ops
@@ -41,12 +40,9 @@ class TranslatorConfig:
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
-            if field.type in ("int", int):
-                value = getattr(self, field.name)
-                if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                    value = int(value)  # e.g. a NumPy length from the data
-                    setattr(self, field.name, value)
-                _validation.check_integer(field.name, value)
+            if field.type in ("int", int):  # NumPy lengths from the data become ints
+                setattr(self, field.name,
+                        _validation.check_integer(field.name, getattr(self, field.name)))
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"`dropout` must be in [0, 1); received {self.dropout}.")
         if self.attention not in ATTENTIONS:
