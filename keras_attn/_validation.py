@@ -1,5 +1,6 @@
 """Argument checks shared by the layers: clear errors instead of deep backend ones."""
 
+import math
 import numbers
 
 
@@ -8,16 +9,55 @@ def static_shape(x):
     return tuple(x.shape)
 
 
-def check_integer(name, value, least=1):
+def check_integer(name, value, least=1, allow_none=False):
     """`value` as a Python `int`, or `ValueError` unless it is an integer `≥ least`.
 
-    Python and NumPy integers pass (not bools). The message says "a positive
-    integer" for `least=1`, else "an integer ≥ least".
+    Python and NumPy integers pass (not bools, not floats such as `2.5` that
+    `int()` would silently truncate). The message says "a positive integer" for
+    `least=1`, else "an integer ≥ least" (`least=None`: any integer). With
+    `allow_none`, `None` passes too.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        expected = "a positive integer" if least == 1 else f"an integer ≥ {least}"
+    if value is None and allow_none:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or (least is not None and value < least)):
+        expected = ("an integer" if least is None else "a positive integer" if least == 1
+                    else f"an integer ≥ {least}")
+        if allow_none:
+            expected += " or None"
         raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
     return int(value)
+
+
+def check_number(name, value, low=0.0, low_inclusive=False, high=None, allow_none=False):
+    """`value` as a Python `float`, or `ValueError` unless it is a finite real number
+    above `low` (or equal to it with `low_inclusive`) and below `high`.
+
+    `low=None` and `high=None` drop that bound. Bools, strings, NaN and ±inf fail;
+    with `allow_none`, `None` passes (returned as `None`).
+    """
+    if value is None and allow_none:
+        return None
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, numbers.Real)
+        and math.isfinite(value)
+        and (low is None or value > low or (low_inclusive and value == low))
+        and (high is None or value < high)
+    )
+    if not ok:
+        if low is not None and high is not None:
+            expected = f"a number in {'[' if low_inclusive else '('}{low:g}, {high:g})"
+        elif low is not None:
+            expected = f"a number {'≥' if low_inclusive else '>'} {low:g}"
+        elif high is not None:
+            expected = f"a number < {high:g}"
+        else:
+            expected = "a finite number"
+        if allow_none:
+            expected += " or None"
+        raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
+    return float(value)
 
 
 def check_rank(name, shape, ranks, layer=None):

@@ -67,11 +67,9 @@ class Attention(keras.layers.Layer):
 
     def __init__(self, score="dot", use_scale=False, dropout=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
         self.score_layer = scores_lib.get(score, dtype=self.dtype_policy)
         self.use_scale = bool(use_scale)
-        self.dropout = float(dropout)
+        self.dropout = _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
         self.seed = seed
         self.dropout_layer = keras.layers.Dropout(self.dropout, seed=seed)
         self.supports_masking = True

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn import ops as attn_ops
 from keras_attn.attention import Attention
 
@@ -62,9 +63,7 @@ class HardAttention(Attention):
         if kwargs.pop("dropout", 0.0):
             raise ValueError("`dropout` does not apply to hard attention's one-hot weights.")
         super().__init__(score=score, use_scale=use_scale, seed=seed, **kwargs)
-        if not float(temperature) > 0.0:
-            raise ValueError(f"`temperature` must be > 0; received {temperature}.")
-        self.temperature = float(temperature)
+        self.temperature = _validation.check_number("temperature", temperature)
         self.sample_at_inference = bool(sample_at_inference)
         self.seed_generator = keras.random.SeedGenerator(seed)
 

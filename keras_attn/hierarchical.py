@@ -68,15 +68,17 @@ class HierarchicalAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         word_encoder = _encoder("word_encoder", word_encoder)
         sentence_encoder = _encoder("sentence_encoder", sentence_encoder)
-        self.word_units = word_units
-        self.sentence_units = sentence_units
+        self.word_units = _validation.check_integer("word_units", word_units, allow_none=True)
+        self.sentence_units = _validation.check_integer(
+            "sentence_units", sentence_units, allow_none=True
+        )
         self.word_encoder = word_encoder
         self.sentence_encoder = sentence_encoder
         self.word_attention = AttentionPooling(
-            word_units, dtype=self.dtype_policy, name="word_attention"
+            self.word_units, dtype=self.dtype_policy, name="word_attention"
         )
         self.sentence_attention = AttentionPooling(
-            sentence_units, dtype=self.dtype_policy, name="sentence_attention"
+            self.sentence_units, dtype=self.dtype_policy, name="sentence_attention"
         )
         self.supports_masking = True
 

@@ -92,19 +92,17 @@ class LocalAttention(LuongAttention):
         super().__init__(score=score, scale=scale, units=units, dropout=dropout, **kwargs)
         if position not in _POSITIONS:
             raise ValueError(f"`position` must be one of {_POSITIONS}; received {position!r}.")
-        _validation.check_integer("window", window, least=0)
+        window = _validation.check_integer("window", window, least=0)
         if position == "predictive" and window < 1:
             raise ValueError(
                 "`window` must be ≥ 1 with position='predictive' (the Gaussian's "
                 f"σ = window / 2 must be positive); received {window}."
             )
-        if position_units is not None and int(position_units) <= 0:
-            raise ValueError(
-                f"`position_units` must be a positive integer; received {position_units}."
-            )
         self.window = window
         self.position = position
-        self.position_units = None if position_units is None else int(position_units)
+        self.position_units = _validation.check_integer(
+            "position_units", position_units, allow_none=True
+        )
         self.position_hidden = self.position_output = None
 
     def build(self, query_shape, value_shape, key_shape=None):

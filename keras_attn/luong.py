@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_attn import _validation
 from keras_attn.attention import Attention
 from keras_attn.scores import BilinearScore, ConcatScore, DotScore
 
@@ -47,6 +48,7 @@ class LuongAttention(Attention):
             raise ValueError(
                 f"`score` must be one of {_LUONG_SCORES}; received {score!r}."
             )
+        units = _validation.check_integer("units", units, allow_none=True)
         dtype = kwargs.get("dtype")
         score_layer = {
             "dot": lambda: DotScore(dtype=dtype, name="dot_score"),

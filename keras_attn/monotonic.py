@@ -142,8 +142,9 @@ class MonotonicAttention(Attention):
             raise ValueError(f"`score` must be one of {_SCORES}; received {score!r}.")
         if mode not in MODES:
             raise ValueError(f"`mode` must be one of {MODES}; received {mode!r}.")
-        if not float(sigmoid_noise) >= 0.0:
-            raise ValueError(f"`sigmoid_noise` must be ≥ 0; received {sigmoid_noise}.")
+        units = _validation.check_integer("units", units, allow_none=True)
+        sigmoid_noise = _validation.check_number("sigmoid_noise", sigmoid_noise, low_inclusive=True)
+        score_bias_init = _validation.check_number("score_bias_init", score_bias_init, low=None)
         dtype = kwargs.get("dtype")
         score_layer = {
             "additive": lambda: AdditiveScore(units, normalize=normalize, dtype=dtype,
@@ -155,8 +156,8 @@ class MonotonicAttention(Attention):
         self.score_name = score
         self.units = units
         self.normalize = bool(normalize)
-        self.sigmoid_noise = float(sigmoid_noise)
-        self.score_bias_init = float(score_bias_init)
+        self.sigmoid_noise = sigmoid_noise
+        self.score_bias_init = score_bias_init
         self.mode = mode
         self.seed_generator = keras.random.SeedGenerator(seed)
 

@@ -82,31 +82,30 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("num_heads", num_heads), ("key_dim", key_dim)):
-            if int(value) <= 0:
-                raise ValueError(f"`{name}` must be a positive integer; received {value}.")
-        if not 0.0 <= float(dropout) < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {dropout}.")
-        self.num_heads = int(num_heads)
-        self.key_dim = int(key_dim)
-        self.value_dim = int(value_dim) if value_dim else self.key_dim
-        self.dropout = float(dropout)
+        self.num_heads = _validation.check_integer("num_heads", num_heads)
+        self.key_dim = _validation.check_integer("key_dim", key_dim)
+        self.value_dim = (
+            _validation.check_integer("value_dim", value_dim, allow_none=True) or self.key_dim
+        )
+        self.dropout = _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
         self.use_bias = bool(use_bias)
-        self.output_size = output_shape
+        self.output_size = _validation.check_integer("output_shape", output_shape, allow_none=True)
         self.use_output_projection = bool(use_output_projection)
-        self.rope_max_wavelength = rope_max_wavelength
+        self.rope_max_wavelength = _validation.check_number(
+            "rope_max_wavelength", rope_max_wavelength, allow_none=True
+        )
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.seed = seed
         self.dropout_layer = keras.layers.Dropout(self.dropout, seed=seed)
         self.rotary = (
             RotaryEmbedding(
-                max_wavelength=rope_max_wavelength,
+                max_wavelength=self.rope_max_wavelength,
                 sequence_axis=2,
                 dtype=self.dtype_policy,
                 name="rotary",
             )
-            if rope_max_wavelength
+            if self.rope_max_wavelength is not None
             else None
         )
         self.supports_masking = True

@@ -59,15 +59,11 @@ class PointerAttention(keras.layers.Layer):
 
     def __init__(self, units, glimpses=0, logit_clip=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(units, int) or units < 1:
-            raise ValueError(f"`units` must be a positive int; received {units!r}.")
-        if not isinstance(glimpses, int) or glimpses < 0:
-            raise ValueError(f"`glimpses` must be an int ≥ 0; received {glimpses!r}.")
-        if logit_clip is not None and not logit_clip > 0:
-            raise ValueError(f"`logit_clip` must be positive or None; received {logit_clip!r}.")
-        self.units = units
-        self.glimpses = glimpses
-        self.logit_clip = logit_clip
+        self.units = _validation.check_integer("units", units)
+        self.glimpses = _validation.check_integer("glimpses", glimpses, least=0)
+        self.logit_clip = _validation.check_number(
+            "logit_clip", logit_clip, allow_none=True
+        )
         self.glimpse_scores = [
             AdditiveScore(units, dtype=self.dtype_policy, name=f"glimpse_{i}")
             for i in range(glimpses)

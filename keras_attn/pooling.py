@@ -46,9 +46,7 @@ class AttentionPooling(keras.layers.Layer):
 
     def __init__(self, units=None, kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        if units is not None and int(units) <= 0:
-            raise ValueError(f"`units` must be a positive integer; received {units}.")
-        self.units = None if units is None else int(units)
+        self.units = _validation.check_integer("units", units, allow_none=True)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
         self.projection = self.context_vector = None

@@ -89,23 +89,23 @@ class AttentionWrapperCell(keras.layers.Layer):
             )
         if not hasattr(cell, "state_size"):
             raise TypeError(f"`cell` must be an RNN cell with `state_size`; received {cell}.")
-        if int(memory_size) <= 0:
-            raise ValueError(f"`memory_size` must be positive; received {memory_size}.")
         self.cell = cell
         self.attention = attention
-        self.attention_layer_size = attention_layer_size
+        self.attention_layer_size = _validation.check_integer(
+            "attention_layer_size", attention_layer_size, allow_none=True
+        )
         self.input_feeding = bool(input_feeding)
         self.output_attention = bool(output_attention)
-        self.memory_size = int(memory_size)
+        self.memory_size = _validation.check_integer("memory_size", memory_size)
         self.attention_layer = (
             keras.layers.Dense(
-                attention_layer_size,
+                self.attention_layer_size,
                 activation="tanh",
                 use_bias=False,
                 dtype=self.dtype_policy,
                 name="attention_layer",
             )
-            if attention_layer_size
+            if self.attention_layer_size
             else None
         )
         self._cell_state_size = _flat_state_size(cell)

@@ -229,8 +229,8 @@ class CosineScore(AttentionScore):
 
     def __init__(self, beta=1.0, epsilon=1e-8, **kwargs):
         super().__init__(**kwargs)
-        self.beta = float(beta)
-        self.epsilon = float(epsilon)
+        self.beta = _validation.check_number("beta", beta, low_inclusive=True)
+        self.epsilon = _validation.check_number("epsilon", epsilon)
 
     def build(self, query_shape, keys_shape):
         super().build(query_shape, keys_shape)
@@ -308,9 +308,7 @@ class AdditiveScore(AttentionScore):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if units is not None and int(units) <= 0:
-            raise ValueError(f"`units` must be a positive integer; received {units}.")
-        self.units = None if units is None else int(units)
+        self.units = _validation.check_integer("units", units, allow_none=True)
         self.use_bias = bool(use_bias)
         self.normalize = bool(normalize)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -437,7 +435,7 @@ class ConcatScore(AdditiveScore):
         kwargs.pop("units", None)
         kwargs.pop("normalize", None)
         super().__init__(
-            units=hidden_units,
+            units=_validation.check_integer("hidden_units", hidden_units, allow_none=True),
             use_bias=use_bias,
             normalize=False,
             kernel_initializer=kernel_initializer,

@@ -8,6 +8,7 @@ The same contract as `models/ntm.py` (whose cost, metric, compile step and
 import dataclasses
 
 from keras_attn.memory import DNCCell
+from models.config import check_integer_fields
 from models.ntm import bit_sequence_model
 
 
@@ -20,6 +21,9 @@ class DNCConfig:
     read_heads: int = 1
     controller_units: int = 100
     clip_value: float = 20.0
+
+    def __post_init__(self):
+        check_integer_fields(self)
 
 
 def build_dnc(config):

@@ -9,12 +9,14 @@ halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.
 """
 
 import dataclasses
+import numbers
 
 import keras
 from keras import ops
 
 from keras_attn.memory import MemN2N
 from models.compiling import compile_with_built_optimizer
+from models.config import check_integer_fields
 
 _PACKAGE = "keras_attn_models"
 
@@ -34,6 +36,16 @@ class MemN2NConfig:
     random_noise: float = 0.1
     linear_start: bool = True
     seed: int = 0
+
+    def __post_init__(self):
+        check_integer_fields(self, floors={"seed": 0})
+        if not self.answer_ids or not all(
+            isinstance(i, numbers.Integral) and 0 <= i < self.vocab_size for i in self.answer_ids
+        ):
+            raise ValueError(
+                f"`answer_ids` must be a non-empty list of ids in [0, {self.vocab_size}); "
+                f"received {self.answer_ids!r}."
+            )
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)

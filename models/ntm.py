@@ -14,6 +14,7 @@ from keras import ops
 
 from keras_attn.memory import NTMCell
 from models.compiling import compile_with_built_optimizer
+from models.config import check_integer_fields
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")
@@ -47,6 +48,9 @@ class NTMConfig:
     shift_range: int = 1
     memory_init: str = "constant"
     clip_value: float = 20.0
+
+    def __post_init__(self):
+        check_integer_fields(self, floors={"write_heads": 0, "shift_range": 0})
 
 
 def bit_sequence_model(cell, input_bits, output_bits, name):

@@ -33,6 +33,7 @@ from keras import ops
 import keras_attn
 from keras_attn import decoding
 from models.compiling import compile_with_built_optimizer
+from models.config import check_integer_fields
 
 END, START = 0, 0
 ENCODERS = ("set", "lstm")
@@ -67,6 +68,12 @@ class PointerNetConfig:
     max_points: int = 100
 
     def __post_init__(self):
+        check_integer_fields(self, floors={"glimpses": 0, "min_outputs": 0, "start_index": 0})
+        if self.start_index is not None and self.start_index >= self.max_points:
+            raise ValueError(
+                f"`start_index` must be below `max_points` ({self.max_points}); received "
+                f"{self.start_index}."
+            )
         if self.encoder not in ENCODERS:
             raise ValueError(f"`encoder` must be one of {ENCODERS}; received {self.encoder!r}.")
         if self.units % self.heads:

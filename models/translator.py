@@ -14,6 +14,7 @@ from keras import ops
 import keras_attn
 from keras_attn import _validation, decoding
 from models.compiling import compile_with_built_optimizer
+from models.config import check_integer_fields
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic")
@@ -39,12 +40,10 @@ class TranslatorConfig:
     dropout: float = 0.0
 
     def __post_init__(self):
-        for field in dataclasses.fields(self):
-            if field.type in ("int", int):  # NumPy lengths from the data become ints
-                setattr(self, field.name,
-                        _validation.check_integer(field.name, getattr(self, field.name)))
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received {self.dropout}.")
+        check_integer_fields(self)
+        self.dropout = _validation.check_number(
+            "dropout", self.dropout, low_inclusive=True, high=1.0
+        )
         if self.attention not in ATTENTIONS:
             raise ValueError(
                 f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}."

@@ -73,9 +73,8 @@ class LinearAttention(MultiHeadAttention):
             raise ValueError(
                 f"`feature_map` must be one of {_FEATURE_MAPS}; received {feature_map!r}."
             )
-        _validation.check_integer("chunk_size", chunk_size)
         self.feature_map = feature_map
-        self.chunk_size = chunk_size
+        self.chunk_size = _validation.check_integer("chunk_size", chunk_size)
 
     def _phi(self, x):
         x = ops.cast(x, "float32")

@@ -85,17 +85,10 @@ class SparseAttention(MultiHeadAttention):
     ):
         super().__init__(num_heads, key_dim, seed=seed, **kwargs)
         block_size = window if block_size is None else block_size
-        for name, value, least in (
-            ("window", window, 1),
-            ("global_tokens", global_tokens, 0),
-            ("random_blocks", random_blocks, 0),
-            ("block_size", block_size, 1),
-        ):
-            _validation.check_integer(name, value, least)
-        self.window = window
-        self.global_tokens = global_tokens
-        self.random_blocks = random_blocks
-        self.block_size = block_size
+        self.window = _validation.check_integer("window", window)
+        self.global_tokens = _validation.check_integer("global_tokens", global_tokens, least=0)
+        self.random_blocks = _validation.check_integer("random_blocks", random_blocks, least=0)
+        self.block_size = _validation.check_integer("block_size", block_size)
         self._plans = {}
 
     # -- the pattern ----------------------------------------------------------

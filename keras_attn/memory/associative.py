@@ -70,12 +70,10 @@ class DenseAssociativeMemory(keras.layers.Layer):
             )
         if update not in UPDATES:
             raise ValueError(f"`update` must be one of {UPDATES}; received {update!r}.")
-        for name, value, least in (("degree", degree, 2), ("sweeps", sweeps, 1)):
-            _validation.check_integer(name, value, least)
         self.interaction = interaction
-        self.degree = degree
+        self.degree = _validation.check_integer("degree", degree, least=2)
         self.update = update
-        self.sweeps = sweeps
+        self.sweeps = _validation.check_integer("sweeps", sweeps)
 
     def _check(self, probe, patterns):
         _validation.check_rank("probe", probe.shape, 2, self.name)

@@ -138,16 +138,14 @@ class DNCCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("units", units), ("memory_size", memory_size),
-                            ("memory_width", memory_width), ("read_heads", read_heads),
-                            ("controller_units", controller_units)):
-            _validation.check_integer(name, value)
-        self.units = units
-        self.memory_size = memory_size
-        self.memory_width = memory_width
-        self.read_heads = read_heads
-        self.controller_units = controller_units
-        self.clip_value = clip_value
+        self.units = _validation.check_integer("units", units)
+        self.memory_size = _validation.check_integer("memory_size", memory_size)
+        self.memory_width = _validation.check_integer("memory_width", memory_width)
+        self.read_heads = _validation.check_integer("read_heads", read_heads)
+        self.controller_units = _validation.check_integer("controller_units", controller_units)
+        self.clip_value = _validation.check_number(
+            "clip_value", clip_value, allow_none=True
+        )
         self.return_weightings = bool(return_weightings)
         self.controller_cell = keras.layers.LSTMCell(
             controller_units, dtype=self.dtype_policy, name="controller"

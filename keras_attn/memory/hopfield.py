@@ -62,18 +62,15 @@ class ModernHopfield(keras.layers.Layer):
 
     def __init__(self, beta=None, update_steps=1, key_dim=None, value_dim=None, **kwargs):
         super().__init__(**kwargs)
-        if beta is not None and not float(beta) > 0:
-            raise ValueError(f"`beta` must be > 0; received {beta}.")
-        _validation.check_integer("update_steps", update_steps)
-        for name, value in (("key_dim", key_dim), ("value_dim", value_dim)):
-            if value is not None and int(value) <= 0:
-                raise ValueError(f"`{name}` must be a positive integer; received {value}.")
+        update_steps = _validation.check_integer("update_steps", update_steps)
+        key_dim = _validation.check_integer("key_dim", key_dim, allow_none=True)
+        value_dim = _validation.check_integer("value_dim", value_dim, allow_none=True)
         if value_dim is not None and key_dim is None:
             raise ValueError("`value_dim` needs `key_dim`: W_V projects the projected patterns.")
-        self.beta = None if beta is None else float(beta)
+        self.beta = _validation.check_number("beta", beta, allow_none=True)
         self.update_steps = update_steps
-        self.key_dim = None if key_dim is None else int(key_dim)
-        self.value_dim = None if value_dim is None else int(value_dim)
+        self.key_dim = key_dim
+        self.value_dim = value_dim
         self.supports_masking = True
         self.query_projection = self.key_projection = self.value_projection = None
 

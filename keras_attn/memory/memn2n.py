@@ -166,16 +166,17 @@ class MemN2N(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
-                            ("hops", hops), ("memory_size", memory_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int; received {value!r}.")
+        vocab_size = _validation.check_integer("vocab_size", vocab_size)
+        embedding_dim = _validation.check_integer("embedding_dim", embedding_dim)
+        hops = _validation.check_integer("hops", hops)
+        memory_size = _validation.check_integer("memory_size", memory_size)
         if weight_tying not in WEIGHT_TYING:
             raise ValueError(
                 f"`weight_tying` must be one of {WEIGHT_TYING}; received {weight_tying!r}."
             )
-        if not 0.0 <= random_noise < 1.0:
-            raise ValueError(f"`random_noise` must be in [0, 1); received {random_noise!r}.")
+        random_noise = _validation.check_number(
+            "random_noise", random_noise, low_inclusive=True, high=1.0
+        )
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.hops = hops

@@ -76,15 +76,13 @@ class NTMCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value, least in (("units", units, 1),
-                                   ("memory_size", memory_size, 1),
-                                   ("memory_width", memory_width, 1),
-                                   ("read_heads", read_heads, 1),
-                                   ("write_heads", write_heads, 0),
-                                   ("controller_units", controller_units, 1),
-                                   ("shift_range", shift_range, 0)):
-            if not isinstance(value, int) or value < least:
-                raise ValueError(f"`{name}` must be an int ≥ {least}; received {value!r}.")
+        units = _validation.check_integer("units", units)
+        memory_size = _validation.check_integer("memory_size", memory_size)
+        memory_width = _validation.check_integer("memory_width", memory_width)
+        read_heads = _validation.check_integer("read_heads", read_heads)
+        write_heads = _validation.check_integer("write_heads", write_heads, least=0)
+        controller_units = _validation.check_integer("controller_units", controller_units)
+        shift_range = _validation.check_integer("shift_range", shift_range, least=0)
         if controller not in CONTROLLERS:
             raise ValueError(f"`controller` must be one of {CONTROLLERS}; received {controller!r}.")
         if memory_init not in MEMORY_INITS:
@@ -104,8 +102,12 @@ class NTMCell(keras.layers.Layer):
         self.controller_units = controller_units
         self.shift_range = shift_range
         self.memory_init = memory_init
-        self.memory_init_value = float(memory_init_value)
-        self.clip_value = clip_value
+        self.memory_init_value = _validation.check_number(
+            "memory_init_value", memory_init_value, low=None
+        )
+        self.clip_value = _validation.check_number(
+            "clip_value", clip_value, allow_none=True
+        )
         self.return_weightings = return_weightings
         self.seed_generator = keras.random.SeedGenerator()
         if controller == "lstm":

@@ -65,23 +65,21 @@ class ProductKeyMemory(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("num_keys", num_keys), ("top_k", top_k), ("num_heads", num_heads), ("key_dim", key_dim)
-        ):
-            _validation.check_integer(name, value)
+        num_keys = _validation.check_integer("num_keys", num_keys)
+        top_k = _validation.check_integer("top_k", top_k)
+        num_heads = _validation.check_integer("num_heads", num_heads)
+        key_dim = _validation.check_integer("key_dim", key_dim)
         if key_dim % 2:
             raise ValueError(f"`key_dim` must be even (two halves); received {key_dim}.")
         if top_k > num_keys:
             raise ValueError(
                 f"`top_k` must be at most `num_keys`; received top_k={top_k}, num_keys={num_keys}."
             )
-        if value_dim is not None and int(value_dim) <= 0:
-            raise ValueError(f"`value_dim` must be a positive integer; received {value_dim}.")
         self.num_keys = num_keys
         self.top_k = top_k
         self.num_heads = num_heads
         self.key_dim = key_dim
-        self.value_dim = None if value_dim is None else int(value_dim)
+        self.value_dim = _validation.check_integer("value_dim", value_dim, allow_none=True)
         self.query_batch_norm = bool(query_batch_norm)
 
     def build(self, inputs_shape):

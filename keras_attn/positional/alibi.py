@@ -56,9 +56,7 @@ class ALiBiBias(keras.layers.Layer):
 
     def __init__(self, num_heads, **kwargs):
         super().__init__(**kwargs)
-        if int(num_heads) <= 0:
-            raise ValueError(f"`num_heads` must be positive; received {num_heads}.")
-        self.num_heads = int(num_heads)
+        self.num_heads = _validation.check_integer("num_heads", num_heads)
         # Accepts masked inputs; the bias itself carries no mask.
         self.supports_masking = True
 

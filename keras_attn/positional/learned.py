@@ -36,11 +36,7 @@ class LearnedPositionEmbedding(keras.layers.Layer):
 
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
-        if int(sequence_length) <= 0:
-            raise ValueError(
-                f"`sequence_length` must be positive; received {sequence_length}."
-            )
-        self.sequence_length = int(sequence_length)
+        self.sequence_length = _validation.check_integer("sequence_length", sequence_length)
         self.initializer = keras.initializers.get(initializer)
         self.supports_masking = True
 

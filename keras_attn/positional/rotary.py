@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_attn import _validation
+
 
 @keras.saving.register_keras_serializable(package="keras_attn")
 class RotaryEmbedding(keras.layers.Layer):
@@ -41,9 +43,9 @@ class RotaryEmbedding(keras.layers.Layer):
 
     def __init__(self, max_wavelength=10000.0, scaling_factor=1.0, sequence_axis=1, **kwargs):
         super().__init__(**kwargs)
-        self.max_wavelength = float(max_wavelength)
-        self.scaling_factor = float(scaling_factor)
-        self.sequence_axis = int(sequence_axis)
+        self.max_wavelength = _validation.check_number("max_wavelength", max_wavelength)
+        self.scaling_factor = _validation.check_number("scaling_factor", scaling_factor)
+        self.sequence_axis = _validation.check_integer("sequence_axis", sequence_axis, least=None)
         self.supports_masking = True
 
     def call(self, inputs, start_index=0):

@@ -48,7 +48,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     def __init__(self, max_wavelength=10000.0, **kwargs):
         super().__init__(**kwargs)
-        self.max_wavelength = float(max_wavelength)
+        self.max_wavelength = _validation.check_number("max_wavelength", max_wavelength)
         self.supports_masking = True
 
     def call(self, inputs, start_index=0):

@@ -194,7 +194,7 @@ def test_bad_inputs_raise_clear_errors(rng):
             layer(inputs["query"], inputs["value"], inputs["key"], **{name: np.ones((2, 4), bool)})
     with pytest.raises(ValueError, match="Unknown `score`"):
         keras_attn.Attention(score="nope")
-    with pytest.raises(ValueError, match="`dropout` must be in"):
+    with pytest.raises(ValueError, match=r"`dropout` must be a number in \[0, 1\)"):
         keras_attn.Attention(dropout=1.5)
 
 

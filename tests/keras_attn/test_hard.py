@@ -123,8 +123,9 @@ def test_config_round_trip_keeps_the_new_arguments():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"temperature": 0.0}, r"`temperature` must be > 0; received 0.0"),
-        ({"temperature": -1}, r"`temperature` must be > 0; received -1"),
+        ({"temperature": 0.0}, r"`temperature` must be a number > 0; received 0.0"),
+        ({"temperature": -1}, r"`temperature` must be a number > 0; received -1"),
+        ({"temperature": float("nan")}, r"`temperature` must be a number > 0; received nan"),
         ({"dropout": 0.1}, r"`dropout` does not apply to hard attention"),
         ({"score": "nope"}, r"nope"),
     ],

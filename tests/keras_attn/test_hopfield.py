@@ -100,9 +100,9 @@ def test_masked_patterns_are_never_retrieved(rng):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"beta": 0}, r"`beta` must be > 0; received 0"),
+        ({"beta": 0}, r"`beta` must be a number > 0 or None; received 0"),
         ({"update_steps": 0}, r"`update_steps` must be a positive integer; received 0"),
-        ({"key_dim": -2}, r"`key_dim` must be a positive integer; received -2"),
+        ({"key_dim": -2}, r"`key_dim` must be a positive integer or None; received -2"),
         ({"value_dim": 3}, r"`value_dim` needs `key_dim`"),
     ],
 )

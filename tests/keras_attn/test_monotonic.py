@@ -126,7 +126,7 @@ def test_hard_decoding_in_the_wrapper_cell_only_moves_forward(rng):
     [
         ({"score": "concat"}, r"`score` must be one of \('additive', 'dot', 'general'\)"),
         ({"mode": "soft"}, r"`mode` must be one of \('parallel', 'recursive', 'hard'\)"),
-        ({"sigmoid_noise": -1}, r"`sigmoid_noise` must be ≥ 0; received -1"),
+        ({"sigmoid_noise": -1}, r"`sigmoid_noise` must be a number ≥ 0; received -1"),
         ({"dropout": 0.1}, r"`dropout` does not apply"),
     ],
 )

@@ -62,5 +62,5 @@ def test_bad_input_is_named(rng):
         keras_attn.AttentionPooling()(_steps(rng)[:, 0])
     with pytest.raises(ValueError, match=r"`mask` must have shape \(3, 6\)"):
         keras_attn.AttentionPooling()(_steps(rng), mask=np.ones((3, 5), bool))
-    with pytest.raises(ValueError, match=r"`units` must be a positive integer; received 0"):
+    with pytest.raises(ValueError, match=r"`units` must be a positive integer or None; received 0"):
         keras_attn.AttentionPooling(units=0)

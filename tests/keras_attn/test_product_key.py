@@ -84,7 +84,7 @@ def test_learns_a_large_lookup_table():
         ({"num_keys": 0}, r"`num_keys` must be a positive integer; received 0"),
         ({"num_keys": 8, "key_dim": 5}, r"`key_dim` must be even \(two halves\); received 5"),
         ({"num_keys": 4, "top_k": 5}, r"`top_k` must be at most `num_keys`; received top_k=5, num_keys=4"),
-        ({"num_keys": 8, "value_dim": 0}, r"`value_dim` must be a positive integer; received 0"),
+        ({"num_keys": 8, "value_dim": 0}, r"`value_dim` must be a positive integer or None; received 0"),
     ],
 )
 def test_bad_arguments(kwargs, message):

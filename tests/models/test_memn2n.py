@@ -62,6 +62,20 @@ def test_predictions_are_always_candidate_answers(data):
         CandidateLogits([99], vocab_size=10)
 
 
+@pytest.mark.parametrize("fields, message", [
+    ({"answer_ids": []}, r"`answer_ids` must be a non-empty list of ids in \[0, 30\); received \[\]"),
+    ({"answer_ids": [3, 30]}, r"`answer_ids` .* received \[3, 30\]"),
+    ({"answer_ids": [2.0]}, r"`answer_ids` .* received \[2\.0\]"),
+    ({"sentence_length": 0}, r"`sentence_length` must be a positive integer; received 0"),
+    ({"question_length": -2}, r"`question_length` must be a positive integer; received -2"),
+    ({"hops": 2.0}, r"`hops` must be a positive integer; received 2\.0"),
+    ({"seed": -1}, r"`seed` must be an integer ≥ 0; received -1"),
+])
+def test_bad_config_fields_are_named(fields, message):
+    with pytest.raises(ValueError, match=message):
+        MemN2NConfig(**{"vocab_size": 30, "answer_ids": [3, 4], **fields})
+
+
 class _FakeModel:
     def __init__(self, linear):
         self.memory = type("M", (), {})()

@@ -66,3 +66,22 @@ def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_
     # A longer sequence than any seen in training runs through the same model.
     long_x, _ = copy_batch(rng, 2, 12)
     assert loaded.predict(long_x, verbose=0).shape == (2, 25, 8)
+
+
+@pytest.mark.parametrize("config_class, build", [(NTMConfig, build_ntm), (DNCConfig, build_dnc)],
+                         ids=["ntm", "dnc"])
+@pytest.mark.parametrize("field, value, message", [
+    ("input_bits", 0, r"`input_bits` must be a positive integer; received 0"),
+    ("output_bits", 8.0, r"`output_bits` must be a positive integer; received 8\.0"),
+    ("memory_size", -4, r"`memory_size` must be a positive integer; received -4"),
+    ("clip_value", -1.0, r"`clip_value` must be a number > 0 or None; received -1\.0"),
+])
+def test_bad_config_fields_are_named(config_class, build, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        build(config_class(**{field: value}))
+
+
+def test_ntm_config_allows_no_write_head_but_not_a_negative_shift():
+    assert NTMConfig(write_heads=0).write_heads == 0
+    with pytest.raises(ValueError, match=r"`shift_range` must be an integer ≥ 0; received -1"):
+        NTMConfig(shift_range=-1)

@@ -168,3 +168,25 @@ def test_bad_configs_raise_clear_errors():
         pn.PointerNetConfig(encoder="gru")
     with pytest.raises(ValueError, match="multiple of `heads`"):
         pn.PointerNetConfig(units=30, heads=8)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("heads", 0, r"`heads` must be a positive integer; received 0"),
+    ("point_dim", 0, r"`point_dim` must be a positive integer; received 0"),
+    ("encoder_layers", 1.5, r"`encoder_layers` must be a positive integer; received 1\.5"),
+    ("max_points", 0, r"`max_points` must be a positive integer; received 0"),
+    ("glimpses", -1, r"`glimpses` must be an integer ≥ 0; received -1"),
+    ("min_outputs", -1, r"`min_outputs` must be an integer ≥ 0 or None; received -1"),
+    ("start_index", -1, r"`start_index` must be an integer ≥ 0 or None; received -1"),
+    ("start_index", 100, r"`start_index` must be below `max_points` \(100\); received 100"),
+    ("logit_clip", 0.0, r"`logit_clip` must be a number > 0 or None; received 0\.0"),
+])
+def test_bad_config_fields_are_named(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        pn.build_pointer_net(pn.PointerNetConfig(**{field: value}))
+
+
+def test_config_stores_numpy_sizes_as_ints():
+    config = pn.PointerNetConfig(units=np.int64(64), start_index=np.int32(0))
+    assert type(config.units) is int and type(config.start_index) is int
+    assert pn.PointerNetConfig(min_outputs=None).min_outputs is None

@@ -76,7 +76,7 @@ def test_config_validation():
         T.TranslatorConfig(0, 5, 3, 3)
     with pytest.raises(ValueError, match=r"`encoder_units` must be a positive integer; received 2\.5"):
         T.TranslatorConfig(5, 5, 3, 3, encoder_units=2.5)
-    with pytest.raises(ValueError, match=r"`dropout` must be in \[0, 1\); received 2\.0"):
+    with pytest.raises(ValueError, match=r"`dropout` must be a number in \[0, 1\); received 2\.0"):
         T.TranslatorConfig(5, 5, 3, 3, dropout=2.0)  # Keras's cells would clip it to 1
     assert T.TranslatorConfig(5, 5, np.int64(3), 3).max_source_length == 3
 

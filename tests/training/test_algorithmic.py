@@ -72,10 +72,10 @@ def test_priority_sort_outputs_the_top_vectors_highest_first():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda rng: algorithmic.copy_batch(rng, 1, 0), "`length` must be an int ≥ 1"),
+    (lambda rng: algorithmic.copy_batch(rng, 1, 0), "`length` must be a positive integer"),
     (lambda rng: algorithmic.copy_batch(rng, 1, 5, total_steps=9), "`total_steps` 9"),
     (lambda rng: algorithmic.repeat_copy_batch(rng, 1, 2, 0), "`repeats` must be"),
-    (lambda rng: algorithmic.associative_recall_batch(rng, 1, 1), "`items` must be an int ≥ 2"),
+    (lambda rng: algorithmic.associative_recall_batch(rng, 1, 1), "`items` must be an integer ≥ 2"),
     (lambda rng: algorithmic.priority_sort_batch(rng, 1, 4, 5), "`outputs` \\(5\\) must be ≤"),
 ])
 def test_bad_arguments_are_named(call, message):

@@ -103,5 +103,5 @@ def test_example_uses_the_given_params_and_draws_the_rest():
     (x, y), params = ntm.example(ntm.TASKS["ntm-repeat-copy"], 5, length=4)
     assert params["length"] == 4 and 1 <= params["repeats"] <= 10
     assert x.shape[1] == 4 + 2 + 4 * params["repeats"] + 1
-    with pytest.raises(ValueError, match="`items` must be an int ≥ 2"):
+    with pytest.raises(ValueError, match="`items` must be an integer ≥ 2"):
         ntm.example(ntm.TASKS["ntm-associative-recall"], 0, items=1)

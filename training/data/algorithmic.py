@@ -26,10 +26,7 @@ compiled training step can be reused for several lengths.
 
 import numpy as np
 
-
-def _at_least(name, value, least):
-    if not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"`{name}` must be an int ≥ {least}; received {value!r}.")
+from keras_attn._validation import check_integer
 
 
 def _arrays(batch_size, steps, total_steps, input_bits, output_bits):
@@ -50,7 +47,7 @@ def copy_steps(length):
 
 def copy_batch(rng, batch_size, length, bits=8, total_steps=None):
     """A batch of copy sequences of one `length` (see the module docstring)."""
-    _at_least("length", length, 1)
+    check_integer("length", length, 1)
     inputs, targets = _arrays(batch_size, copy_steps(length), total_steps, bits + 1, bits)
     pattern = _bits(rng, batch_size, length, bits)
     inputs[:, :length, :bits] = pattern
@@ -73,8 +70,8 @@ def normalised_repeats(repeats, max_repeats=10):
 
 def repeat_copy_batch(rng, batch_size, length, repeats, bits=8, max_repeats=10, total_steps=None):
     """A batch of repeat-copy sequences of one `length` and one `repeats` count."""
-    _at_least("length", length, 1)
-    _at_least("repeats", repeats, 1)
+    check_integer("length", length, 1)
+    check_integer("repeats", repeats, 1)
     steps = repeat_copy_steps(length, repeats)
     inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits + 1)
     pattern = _bits(rng, batch_size, length, bits)
@@ -94,8 +91,8 @@ def associative_recall_steps(items, item_length=3):
 
 def associative_recall_batch(rng, batch_size, items, bits=6, item_length=3, total_steps=None):
     """A batch of associative-recall sequences with `items` items each."""
-    _at_least("items", items, 2)
-    _at_least("item_length", item_length, 1)
+    check_integer("items", items, 2)
+    check_integer("item_length", item_length, 1)
     steps = associative_recall_steps(items, item_length)
     inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits)
     contents = _bits(rng, batch_size, items, item_length, bits)
@@ -121,8 +118,8 @@ def priority_sort_steps(inputs=20, outputs=16):
 
 def priority_sort_batch(rng, batch_size, inputs=20, outputs=16, bits=8, total_steps=None):
     """A batch of priority-sort sequences: `inputs` vectors in, the top `outputs` out."""
-    _at_least("inputs", inputs, 1)
-    _at_least("outputs", outputs, 1)
+    check_integer("inputs", inputs, 1)
+    check_integer("outputs", outputs, 1)
     if outputs > inputs:
         raise ValueError(f"`outputs` ({outputs}) must be ≤ `inputs` ({inputs}).")
     steps = priority_sort_steps(inputs, outputs)
