@@ -50,12 +50,23 @@ def _static(value):
     return None
 
 
-def _check_sizes(batch_size, max_length, alignment_length, source_mask=None):
-    """Clear errors for sizes known in Python, before they reach a `while_loop`."""
+def _check_sizes(batch_size, max_length, alignment_length, source_mask=None, tokens=None,
+                 penalties=None):
+    """Clear errors for arguments known in Python, before they reach a `while_loop`.
+
+    `tokens` and `penalties` map names to token ids (integers ≥ 0) and penalty
+    weights (finite numbers ≥ 0); tensors among them are left to the caller.
+    """
     for name, value in (("batch_size", batch_size), ("max_length", max_length),
                         ("alignment_length", alignment_length)):
         if _static(value) is not None:
             _validation.check_integer(name, value)
+    for name, value in (tokens or {}).items():
+        if isinstance(value, (numbers.Number, str)):
+            _validation.check_integer(name, value, least=0)
+    for name, value in (penalties or {}).items():
+        if isinstance(value, (numbers.Number, str)):
+            _validation.check_number(name, value, low_inclusive=True)
     _validation.check_mask(
         "source_mask", source_mask, [(_static(batch_size), _static(alignment_length))]
     )
@@ -86,7 +97,8 @@ def greedy_decode(
         log-probabilities, `lengths` `(B,)` tokens up to and including
         `end_token`, `alignments` `(B, max_length, T_in)`.
     """
-    _check_sizes(batch_size, max_length, alignment_length)
+    _check_sizes(batch_size, max_length, alignment_length, tokens={
+        "start_token": start_token, "end_token": end_token, "pad_token": pad_token})
     positions = ops.arange(max_length, dtype="int32")
     loop_vars = (
         ops.convert_to_tensor(0, "int32"),
@@ -164,7 +176,12 @@ def beam_search(
         and `alignments` `(B, [K,] max_length, T_in)`.
     """
     k = _validation.check_integer("beam_width", beam_width)
-    _check_sizes(batch_size, max_length, alignment_length, source_mask)
+    _check_sizes(
+        batch_size, max_length, alignment_length, source_mask,
+        tokens={"start_token": start_token, "end_token": end_token, "pad_token": pad_token},
+        penalties={"length_penalty_alpha": length_penalty_alpha,
+                   "coverage_penalty_beta": coverage_penalty_beta},
+    )
     positions = ops.arange(max_length, dtype="int32")
     states = [tile_beams(s, k) for s in initial_states]
     if source_mask is not None:

@@ -157,3 +157,27 @@ def test_sizes_known_in_python_are_checked_before_the_loop(decode):
     if decode == "beam":
         with pytest.raises(ValueError, match=r"`source_mask` must have shape \(2, 2\).*\(2, 5\)"):
             run(coverage_penalty_beta=0.2, source_mask=np.ones((2, 5), bool))
+
+
+@pytest.mark.parametrize("decode", ["greedy", "beam"])
+@pytest.mark.parametrize("argument, value, message", [
+    ("start_token", -1, r"`start_token` must be an integer ≥ 0; received -1\."),
+    ("end_token", 2.0, r"`end_token` must be an integer ≥ 0; received 2\.0"),
+    ("pad_token", True, r"`pad_token` must be an integer ≥ 0; received True"),
+])
+def test_token_ids_known_in_python_are_checked(decode, argument, value, message):
+    tokens = {"start_token": START, "end_token": END, "pad_token": 0, argument: value}
+    with pytest.raises(ValueError, match=message):
+        if decode == "greedy":
+            decoding.greedy_decode(None, [], 2, 3, alignment_length=2, **tokens)
+        else:
+            decoding.beam_search(None, [], 2, 2, 3, alignment_length=2, **tokens)
+
+
+@pytest.mark.parametrize("argument, value, message", [
+    ("length_penalty_alpha", -0.5, r"`length_penalty_alpha` must be a number ≥ 0; received -0\.5"),
+    ("coverage_penalty_beta", float("nan"), r"`coverage_penalty_beta` must be a number ≥ 0; received nan"),
+])
+def test_penalty_weights_are_checked(argument, value, message):
+    with pytest.raises(ValueError, match=message):
+        decoding.beam_search(None, [], 2, 2, 3, START, END, 2, **{argument: value})
