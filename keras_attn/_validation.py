@@ -3,6 +3,8 @@
 import math
 import numbers
 
+import keras
+
 
 def static_shape(x):
     """The static shape of a tensor, KerasTensor or array, as a tuple."""
@@ -58,6 +60,29 @@ def check_number(name, value, low=0.0, low_inclusive=False, high=None, allow_non
             expected += " or None"
         raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
     return float(value)
+
+
+def check_dtype(kind, layer=None, **tensors):
+    """`TypeError` unless every tensor given (`None` and Python lists skipped) has a
+    dtype of `kind`: `"floating"` (float16/32/64, bfloat16) or `"integer"`.
+
+    Layers cast their weights to the inputs' dtype; integer inputs would otherwise
+    fail deep inside a backend op (a softmax over int32) or silently truncate.
+    """
+    for name, x in tensors.items():
+        dtype = getattr(x, "dtype", None)
+        if dtype is None:
+            continue
+        dtype = keras.backend.standardize_dtype(dtype)
+        ok = keras.backend.is_float_dtype(dtype) if kind == "floating" else (
+            keras.backend.is_int_dtype(dtype)
+        )
+        if not ok:
+            where = f"{layer}: " if layer else ""
+            article = "a floating-point" if kind == "floating" else "an integer"
+            raise TypeError(
+                f"{where}`{name}` must be {article} tensor; received dtype {dtype}."
+            )
 
 
 def check_rank(name, shape, ranks, layer=None):

@@ -114,6 +114,7 @@ class Attention(keras.layers.Layer):
         """
         key_shape = None if key is None else key.shape
         self._check_shapes(query.shape, value.shape, key_shape)
+        _validation.check_dtype("floating", self.name, query=query, value=value, key=key)
         mask, query_mask, value_mask = self._resolve_masks(mask, query_mask, value_mask)
         single_query = len(query.shape) == 2
         if single_query:

@@ -149,11 +149,7 @@ class LocalAttention(LuongAttention):
             return ops.cast(positions, "float32") + ops.zeros(ops.shape(query)[:2], "float32")
         positions = ops.convert_to_tensor(query_positions)
         _validation.check_rank("query_positions", positions.shape, (0, 1, 2), self.name)
-        dtype = attn_ops.standardize_dtype(positions.dtype)
-        if "int" not in dtype:
-            raise TypeError(
-                f"{self.name}: `query_positions` must be integers; received dtype {dtype}."
-            )
+        _validation.check_dtype("integer", self.name, query_positions=positions)
         if len(positions.shape) == 1:
             positions = ops.expand_dims(positions, -1)
         return ops.cast(positions, "float32") + ops.zeros(ops.shape(query)[:2], "float32")

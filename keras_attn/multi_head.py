@@ -175,6 +175,7 @@ class MultiHeadAttention(keras.layers.Layer):
         training=None,
     ):
         self._check_shapes(query.shape, value.shape, None if key is None else key.shape)
+        _validation.check_dtype("floating", self.name, query=query, value=value, key=key)
         if key is None:
             key = value
         _validation.check_attention_mask(mask, query, value, self.name)

@@ -117,6 +117,7 @@ class PointerAttention(keras.layers.Layer):
     def call(self, query, keys, mask=None, chosen=None, precomputed_keys=None):
         self._check_query(query.shape)
         _validation.check_rank("keys", keys.shape, 3, self.name)
+        _validation.check_dtype("floating", self.name, query=query, keys=keys)
         single_step = len(query.shape) == 2
         batch, positions = keys.shape[0], keys.shape[1]
         expected = [(batch, positions), (batch, query.shape[1] if not single_step else 1,

@@ -68,6 +68,7 @@ class AttentionPooling(keras.layers.Layer):
 
     def call(self, inputs, mask=None, return_attention_scores=False):
         _validation.check_rank("inputs", inputs.shape, 3, self.name)
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         _validation.check_mask("mask", mask, [(inputs.shape[0], inputs.shape[1])], self.name)
         batch, length = ops.shape(inputs)[0], ops.shape(inputs)[1]
         hidden = self.projection(ops.reshape(inputs, (-1, inputs.shape[-1])))

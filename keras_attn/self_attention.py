@@ -84,6 +84,7 @@ class SelfAttention(MultiHeadAttention):
         _validation.check_mask(
             "mask", padding, [(inputs.shape[0], inputs.shape[1])], self.name
         )
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         return super().call(
             inputs,
             inputs,

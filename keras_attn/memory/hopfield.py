@@ -102,6 +102,7 @@ class ModernHopfield(keras.layers.Layer):
 
     def call(self, state, stored, mask=None, stored_mask=None, return_attention_scores=False):
         self._check(state.shape, stored.shape)
+        _validation.check_dtype("floating", self.name, state=state, stored=stored)
         mask = attn_ops.merge_masks(mask, stored_mask)
         _validation.check_mask("mask", mask, [(stored.shape[0], stored.shape[1])], self.name)
         single = len(state.shape) == 2

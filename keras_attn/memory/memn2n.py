@@ -266,6 +266,7 @@ class MemN2N(keras.layers.Layer):
     def call(self, story, question, training=None):
         _validation.check_rank("story", story.shape, 3, self.name)
         _validation.check_rank("question", question.shape, 2, self.name)
+        _validation.check_dtype("integer", self.name, story=story, question=question)
         story = ops.cast(story, "int32")
         question = ops.cast(question, "int32")
         slots = self.memory_size

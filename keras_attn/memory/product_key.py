@@ -109,6 +109,7 @@ class ProductKeyMemory(keras.layers.Layer):
 
     def call(self, inputs, return_attention_scores=False, training=None):
         _validation.check_rank("inputs", inputs.shape, (2, 3), self.name)
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         # (B, T) folded into rows and back; -1 stands for the batch.
         leading = (-1,) if len(inputs.shape) == 2 else (-1, inputs.shape[1] or ops.shape(inputs)[1])
         rows = ops.reshape(inputs, (-1, inputs.shape[-1]))

@@ -50,6 +50,7 @@ class LearnedPositionEmbedding(keras.layers.Layer):
 
     def call(self, inputs, start_index=0):
         _validation.check_rank("inputs", inputs.shape, 3, self.name)
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         length = inputs.shape[1]
         if length is not None and isinstance(start_index, int):
             if start_index + length > self.sequence_length:

@@ -49,6 +49,7 @@ class RotaryEmbedding(keras.layers.Layer):
         self.supports_masking = True
 
     def call(self, inputs, start_index=0):
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         depth = inputs.shape[-1]
         if depth is None or depth % 2:
             raise ValueError(

@@ -53,6 +53,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     def call(self, inputs, start_index=0):
         _validation.check_rank("inputs", inputs.shape, 3, self.name)
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         shape = ops.shape(inputs)
         table = sinusoid_table(
             shape[1], inputs.shape[-1], self.max_wavelength, start_index, self.compute_dtype

@@ -187,7 +187,7 @@ def test_bad_call_inputs(rng):
     monotonic = keras_attn.LocalAttention(window=1, position="monotonic")
     with pytest.raises(ValueError, match=r"needs the target position of a rank-2 query"):
         monotonic(inputs["query"][:, 0], inputs["value"])
-    with pytest.raises(TypeError, match=r"`query_positions` must be integers; received dtype float32"):
+    with pytest.raises(TypeError, match=r"`query_positions` must be an integer tensor; received dtype float32"):
         monotonic(inputs["query"], inputs["value"], query_positions=np.zeros((2, 4), "float32"))
     with pytest.raises(ValueError, match=r"`query` must have rank 2 or 3; received `query` of rank 4"):
         monotonic(inputs["query"][None], inputs["value"])
