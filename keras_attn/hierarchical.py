@@ -112,6 +112,7 @@ class HierarchicalAttention(keras.layers.Layer):
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
         _validation.check_rank("inputs", inputs.shape, 4, self.name)
+        _validation.check_dtype("floating", self.name, inputs=inputs)
         _validation.check_mask("mask", mask, [tuple(inputs.shape[:3])], self.name)
         batch, sentences, words = ops.shape(inputs)[0], ops.shape(inputs)[1], ops.shape(inputs)[2]
         word_mask = None if mask is None else ops.reshape(ops.cast(mask, "bool"), (-1, words))

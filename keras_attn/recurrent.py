@@ -158,6 +158,7 @@ class AttentionWrapperCell(keras.layers.Layer):
                 "`initial_state=cell.get_initial_state(memory, mask)`."
             )
         _validation.check_rank("memory", memory.shape, 3, self.name)
+        _validation.check_dtype("floating", self.name, memory=memory)
         if memory.shape[-1] not in (None, self.memory_size):
             raise ValueError(
                 f"{self.name}: `memory` must have {self.memory_size} features; "

@@ -30,6 +30,7 @@ CASES = [
     (lambda: memory.ModernHopfield(), {"state": Q, "stored": K}, "stored"),
     (lambda: memory.ProductKeyMemory(8, top_k=2, key_dim=4), {"inputs": Q}, "inputs"),
     (lambda: keras_attn.AttentionPooling(), {"inputs": Q}, "inputs"),
+    (lambda: keras_attn.HierarchicalAttention(), {"inputs": Q.reshape(2, 3, 2, 4)}, "inputs"),
     (lambda: positional.SinusoidalPositionEncoding(), {"inputs": Q}, "inputs"),
     (lambda: positional.RotaryEmbedding(), {"inputs": Q}, "inputs"),
     (lambda: positional.LearnedPositionEmbedding(3), {"inputs": Q}, "inputs"),

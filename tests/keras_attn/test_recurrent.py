@@ -105,6 +105,8 @@ def test_bad_arguments(rng):
         cell.get_initial_state(rng.normal(size=(2, 3, 5)).astype("float32"))
     with pytest.raises(ValueError, match=r"`memory` must have rank 3"):
         cell.get_initial_state(rng.normal(size=(2, 8)).astype("float32"))
+    with pytest.raises(TypeError, match=r"`memory` must be a floating-point tensor; received dtype int32"):
+        cell.get_initial_state(np.ones((2, 3, 8), "int32"))
     rnn = keras.layers.RNN(cell)
     with pytest.raises(ValueError, match=r"call the RNN with `initial_state=cell.get_initial_state"):
         rnn(rng.normal(size=(2, 3, 4)).astype("float32"))
