@@ -36,6 +36,21 @@ def set_seed(seed):
         torch.manual_seed(seed)
 
 
+JIT_HELP = "compiled training steps (default: on; off on the torch backend, as Keras's 'auto')"
+
+
+def resolve_jit(flag):
+    """`--jit`/`--no-jit` as given; when neither was given, on except on torch.
+
+    On torch, `jit_compile=True` means `torch.compile`, which Keras's own
+    `jit_compile="auto"` leaves off; with it the DNC's training step failed in
+    inductor (a stride assertion once the sequence length changed, torch 2.14.1).
+    """
+    import keras
+
+    return flag if flag is not None else keras.backend.backend() != "torch"
+
+
 def run_callbacks(work_dir, tensorboard=None):
     """`BackupAndRestore` in `work_dir/backup` (a killed run resumes at its next epoch)
     and, if asked (by default on the TF backend), TensorBoard logs in `work_dir/logs`."""

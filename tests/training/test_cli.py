@@ -52,6 +52,33 @@ def test_backend_is_taken_before_the_command_or_after_the_task():
     assert parser.parse_args(with_both).backend == "jax"  # the nearer one wins
 
 
+def test_building_the_parser_imports_no_keras():
+    # `--backend` (before the command or after the task) is applied after parsing;
+    # Keras picks its backend once, at import, so the parser must not import it.
+    code = ("import sys; from training import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('keras', 'keras_attn', 'tensorflow', 'jax') "
+            "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_unset_jit_is_on_except_on_torch(monkeypatch):
+    import keras
+
+    from training.runtime import resolve_jit
+
+    assert resolve_jit(True) is True and resolve_jit(False) is False
+    assert resolve_jit(None) is (keras.backend.backend() != "torch")
+    monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
+    assert resolve_jit(None) is False and resolve_jit(True) is True
+    parser = cli.build_parser()
+    for task in ("ntm-copy", "dnc-copy", "pointer-sort", "memn2n"):
+        assert parser.parse_args(["train", task]).jit is None
+        assert parser.parse_args(["train", task, "--no-jit"]).jit is False
+
+
 def test_translator_flag_offers_every_attention_the_model_builds():
     from models import translator
 

@@ -24,9 +24,21 @@ compiled training step can be reused for several lengths.
   outputs `bits`.
 """
 
+import numbers
+
 import numpy as np
 
-from keras_attn._validation import check_integer
+
+def _check_integer(name, value, least):
+    """`ValueError` unless `value` is an integer ≥ `least` (bools refused).
+
+    The same rule and message as `keras_attn._validation.check_integer`, kept here
+    because importing `keras_attn` imports Keras: the CLI builds its parser from
+    the task modules, which import this one, before `--backend` is applied.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        expected = "a positive integer" if least == 1 else f"an integer ≥ {least}"
+        raise ValueError(f"`{name}` must be {expected}; received {value!r}.")
 
 
 def _arrays(batch_size, steps, total_steps, input_bits, output_bits):
@@ -47,7 +59,7 @@ def copy_steps(length):
 
 def copy_batch(rng, batch_size, length, bits=8, total_steps=None):
     """A batch of copy sequences of one `length` (see the module docstring)."""
-    check_integer("length", length, 1)
+    _check_integer("length", length, 1)
     inputs, targets = _arrays(batch_size, copy_steps(length), total_steps, bits + 1, bits)
     pattern = _bits(rng, batch_size, length, bits)
     inputs[:, :length, :bits] = pattern
@@ -70,8 +82,8 @@ def normalised_repeats(repeats, max_repeats=10):
 
 def repeat_copy_batch(rng, batch_size, length, repeats, bits=8, max_repeats=10, total_steps=None):
     """A batch of repeat-copy sequences of one `length` and one `repeats` count."""
-    check_integer("length", length, 1)
-    check_integer("repeats", repeats, 1)
+    _check_integer("length", length, 1)
+    _check_integer("repeats", repeats, 1)
     steps = repeat_copy_steps(length, repeats)
     inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits + 1)
     pattern = _bits(rng, batch_size, length, bits)
@@ -91,8 +103,8 @@ def associative_recall_steps(items, item_length=3):
 
 def associative_recall_batch(rng, batch_size, items, bits=6, item_length=3, total_steps=None):
     """A batch of associative-recall sequences with `items` items each."""
-    check_integer("items", items, 2)
-    check_integer("item_length", item_length, 1)
+    _check_integer("items", items, 2)
+    _check_integer("item_length", item_length, 1)
     steps = associative_recall_steps(items, item_length)
     inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits)
     contents = _bits(rng, batch_size, items, item_length, bits)
@@ -118,8 +130,8 @@ def priority_sort_steps(inputs=20, outputs=16):
 
 def priority_sort_batch(rng, batch_size, inputs=20, outputs=16, bits=8, total_steps=None):
     """A batch of priority-sort sequences: `inputs` vectors in, the top `outputs` out."""
-    check_integer("inputs", inputs, 1)
-    check_integer("outputs", outputs, 1)
+    _check_integer("inputs", inputs, 1)
+    _check_integer("outputs", outputs, 1)
     if outputs > inputs:
         raise ValueError(f"`outputs` ({outputs}) must be ≤ `inputs` ({inputs}).")
     steps = priority_sort_steps(inputs, outputs)

@@ -17,6 +17,7 @@ import numpy as np
 
 from training.arguments import fraction, non_negative_int, positive_float, positive_int, probability
 from training.data import babi
+from training.runtime import JIT_HELP, resolve_jit
 from training.text import Vocabulary
 
 DEFAULT_WORK_DIR = os.path.join("runs", "memn2n")
@@ -64,8 +65,8 @@ def add_arguments(parser):
     )
     fit.add_argument("--clipnorm", type=positive_float, default=40.0)
     fit.add_argument(
-        "--jit", action=argparse.BooleanOptionalAction, default=True,
-        help="XLA-compiled steps (default on: ~3× faster on TF/CPU, benchmarks/memn2n.py)",
+        "--jit", action=argparse.BooleanOptionalAction, default=None,
+        help=JIT_HELP + "; ~3× faster on TF/CPU, benchmarks/memn2n.py",
     )
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
     fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None)
@@ -285,7 +286,7 @@ def fit_model(args, data, callbacks=()):
     )
     model = compile_memn2n(
         build_memn2n(config), optimizer=args.optimizer, learning_rate=learning_rate,
-        clipnorm=args.clipnorm, jit_compile=args.jit,
+        clipnorm=args.clipnorm, jit_compile=resolve_jit(args.jit),
     )
     meta = {"task": "memn2n", "source": data["source"],
             "names": {str(k): v for k, v in data["names"].items()}, **dataclasses.asdict(config)}

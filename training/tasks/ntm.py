@@ -23,6 +23,7 @@ import numpy as np
 
 from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.data import algorithmic
+from training.runtime import JIT_HELP, resolve_jit
 
 EXPORT_ROOT = "saved_models"
 # Sequences are padded to a multiple of this many steps: one compiled step per
@@ -178,7 +179,7 @@ def add_arguments(parser, task_name):
     fit.add_argument("--test-sequences", type=positive_int,
                      default=1000, help="per figure after training")
     fit.add_argument("--seed", type=non_negative_int, default=0)
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
+    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None, help=JIT_HELP)
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
     out = parser.add_argument_group("output")
     out.add_argument("--output-dir", default=EXPORT_ROOT,
@@ -307,7 +308,7 @@ def fit_model(task, args):
     config = model_config(task, args)
     build = build_dnc if task.architecture == "dnc" else build_ntm
     model = compile_ntm(build(config), learning_rate=args.learning_rate,
-                        clipnorm=args.clipnorm, jit_compile=args.jit)
+                        clipnorm=args.clipnorm, jit_compile=resolve_jit(args.jit))
     batches_per_check = max(1, args.check_every // args.batch_size)
     check_every = batches_per_check * args.batch_size
     x, y = validation_set(task, args.seed)

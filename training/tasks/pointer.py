@@ -16,6 +16,7 @@ import numpy as np
 
 from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.data import points as geometry
+from training.runtime import JIT_HELP, resolve_jit
 
 EXPORT_ROOT = "saved_models"
 VALIDATION_INSTANCES = 2000
@@ -165,7 +166,7 @@ def add_arguments(parser, task_name):
     fit.add_argument("--clipnorm", type=positive_float, default=1.0)
     fit.add_argument("--beam-width", type=positive_int, default=max(task.beam_widths),
                      help="the export's decoder (1: greedy)")
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=True)
+    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None, help=JIT_HELP)
     fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
     fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None)
     out = parser.add_argument_group("output")
@@ -307,7 +308,7 @@ def fit_model(task, args):
         0.0 if warmup else args.learning_rate, steps - warmup, alpha=0.05,
         warmup_target=args.learning_rate if warmup else None, warmup_steps=warmup)
     compile_pointer_net(model, learning_rate=schedule, clipnorm=args.clipnorm,
-                        jit_compile=args.jit)
+                        jit_compile=resolve_jit(args.jit))
     x, y, w = model_inputs(task, *train)
     vx, vy, vw = model_inputs(task, *validation)
     history = model.fit(x, y, sample_weight=w, batch_size=args.batch_size, epochs=args.epochs,
