@@ -79,8 +79,10 @@ def test_bad_config_fields_are_named(fields, message):
 class _FakeModel:
     def __init__(self, linear):
         self.memory = type("M", (), {})()
-        self.memory.softmax_enabled = keras.Variable(0.0 if linear else 1.0)
-        self.optimizer = type("O", (), {"learning_rate": keras.Variable(0.0)})()
+        # Non-trainable, as the layer's flag and the optimizer's rate are (on torch a
+        # trainable variable requires grad, and NumPy cannot read it).
+        self.memory.softmax_enabled = keras.Variable(0.0 if linear else 1.0, trainable=False)
+        self.optimizer = type("O", (), {"learning_rate": keras.Variable(0.0, trainable=False)})()
 
     def get_layer(self, name):
         return self.memory
@@ -94,7 +96,7 @@ def test_schedule_halves_the_rate_and_ends_linear_start_on_a_plateau():
     losses = [5.0, 4.0, 3.0, 3.5, 3.2] + [1.0] * 60
     for epoch, loss in enumerate(losses):
         schedule.on_epoch_begin(epoch)
-        rates.append(float(np.asarray(schedule.model.optimizer.learning_rate.value)))
+        rates.append(float(keras.ops.convert_to_numpy(schedule.model.optimizer.learning_rate.value)))
         schedule.on_epoch_end(epoch, {"val_loss": loss})
     # Two epochs without a better validation loss (3.5, 3.2) end the linear phase.
     assert schedule.softmax_epoch == 5
@@ -114,4 +116,4 @@ def test_schedule_caps_linear_start_and_runs_plain_without_it():
     plain.set_model(_FakeModel(linear=False))
     for epoch in range(5):
         plain.on_epoch_begin(epoch)
-    assert float(np.asarray(plain.model.optimizer.learning_rate.value)) == pytest.approx(0.005)
+    assert float(keras.ops.convert_to_numpy(plain.model.optimizer.learning_rate.value)) == pytest.approx(0.005)
