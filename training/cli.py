@@ -431,9 +431,21 @@ def plot_alignment(source, translation, alignment, path):
     plt.close(fig)
 
 
+def _check_paths(parser, args):
+    """Missing inputs stop here with one line (exit status 2), not a traceback."""
+    run_dir = getattr(args, "run_dir", None)
+    if run_dir is not None and not os.path.isfile(os.path.join(run_dir, "meta.json")):
+        parser.error(f"argument --run-dir: {run_dir!r} holds no meta.json (expected a "
+                     "--work-dir of `train`, or an export's assets.extra/)")
+    data = getattr(args, "data", None)
+    if data is not None and not os.path.isfile(data):
+        parser.error(f"argument --data: no such file: {data!r}")
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    _check_paths(parser, args)
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
     if args.command == "layers":

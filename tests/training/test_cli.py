@@ -2,6 +2,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import keras_attn
 from training import cli
 
@@ -85,3 +87,19 @@ def test_translator_flag_offers_every_attention_the_model_builds():
     parser = cli.build_parser()
     for kind in translator.ATTENTIONS:
         assert parser.parse_args(["train", "translator", "--attention", kind]).attention == kind
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evaluate", "translator", "--run-dir", "{tmp}"],
+     "argument --run-dir: '{tmp}' holds no meta.json"),
+    (["export", "ntm-copy", "--run-dir", "{tmp}/missing"],
+     "argument --run-dir: '{tmp}/missing' holds no meta.json"),
+    (["train", "translator", "--data", "{tmp}/pairs.tsv"],
+     "argument --data: no such file: '{tmp}/pairs.tsv'"),
+])
+def test_missing_paths_stop_with_one_line(tmp_path, capsys, argv, message):
+    argv = [arg.format(tmp=tmp_path) for arg in argv]
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == 2
+    assert message.format(tmp=tmp_path) in capsys.readouterr().err
