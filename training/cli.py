@@ -438,8 +438,8 @@ def _check_paths(parser, args):
         parser.error(f"argument --run-dir: {run_dir!r} holds no meta.json (expected a "
                      "--work-dir of `train`, or an export's assets.extra/)")
     data = getattr(args, "data", None)
-    if data is not None and not os.path.isfile(data):
-        parser.error(f"argument --data: no such file: {data!r}")
+    if data is not None and not os.path.exists(data):
+        parser.error(f"argument --data: no such file or folder: {data!r}")
 
 
 def main(argv=None):

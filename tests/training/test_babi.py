@@ -52,6 +52,13 @@ def test_malformed_lines_name_the_file_and_line(tmp_path, text, message):
         babi.load_babi_file(path)
 
 
+def test_a_line_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "qa1_x_train.txt"
+    path.write_bytes("1 Mary moved.\n2 Mary went to the caf\u00e9.\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"qa1_x_train.txt:2: not UTF-8 \(byte 0xe9 at column 23\)"):
+        babi.load_babi_file(str(path))
+
+
 def test_finds_task_files_with_or_without_test_files(tmp_path):
     _write(tmp_path, "qa1_single-supporting-fact_train.txt", LISTS)
     _write(tmp_path, "qa2_two-supporting-facts_train.txt", LISTS)

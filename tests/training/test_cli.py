@@ -95,7 +95,7 @@ def test_translator_flag_offers_every_attention_the_model_builds():
     (["export", "ntm-copy", "--run-dir", "{tmp}/missing"],
      "argument --run-dir: '{tmp}/missing' holds no meta.json"),
     (["train", "translator", "--data", "{tmp}/pairs.tsv"],
-     "argument --data: no such file: '{tmp}/pairs.tsv'"),
+     "argument --data: no such file or folder: '{tmp}/pairs.tsv'"),
 ])
 def test_missing_paths_stop_with_one_line(tmp_path, capsys, argv, message):
     argv = [arg.format(tmp=tmp_path) for arg in argv]
@@ -103,3 +103,11 @@ def test_missing_paths_stop_with_one_line(tmp_path, capsys, argv, message):
         cli.main(argv)
     assert stopped.value.code == 2
     assert message.format(tmp=tmp_path) in capsys.readouterr().err
+
+
+def test_a_data_file_that_is_not_utf8_stops_with_its_line(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes("caf\u00e9\tcoffee\n".encode("latin-1"))
+    with pytest.raises(SystemExit, match=r"pairs.tsv:1: not UTF-8 \(byte 0xe9 at column 4\)"):
+        cli.main(["train", "translator", "--data", str(path), "--no-export",
+                  "--work-dir", str(tmp_path / "w")])

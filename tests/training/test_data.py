@@ -81,3 +81,14 @@ def test_split_pairs_keeps_sources_in_one_split():
     seen = [set(s for s, _ in splits[k]) for k in ("train", "validation", "test")]
     assert sum(len(v) for v in splits.values()) == 200
     assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+
+
+def test_read_utf8_lines_ends_lines_as_text_mode_does_and_names_bad_bytes(tmp_path):
+    from training.data import read_utf8_lines
+
+    path = tmp_path / "lines.txt"
+    path.write_bytes("a\tb\r\nc\td\re\u00e9\tf\n".encode("utf-8"))
+    assert list(read_utf8_lines(path)) == ["a\tb\r\n", "c\td\r", "e\u00e9\tf\n"]
+    path.write_bytes(b"ok\tfine\n" + "caf\u00e9\tcoffee\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"lines.txt:2: not UTF-8 \(byte 0xe9 at column 4\)"):
+        load_parallel_tsv(path)

@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from training.data import read_utf8_lines
 from training.text import Vocabulary, encode_batch
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
@@ -102,8 +103,7 @@ def load_babi_file(path, task=None):
     match = FILE_NAME.match(os.path.basename(path))
     if task is None:
         task = int(match.group(1)) if match else 0
-    with open(path, encoding="utf-8") as f:
-        return parse_babi(f, task=task, source=path)
+    return parse_babi(read_utf8_lines(path), task=task, source=path)
 
 
 def find_task_files(data_dir, split="train"):

@@ -9,6 +9,7 @@ import dataclasses
 import random
 import unicodedata
 
+from training.data import read_utf8_lines
 from training.text import normalize_spacing
 
 
@@ -66,31 +67,30 @@ def load_parallel_tsv(
     """
     report = LoadReport()
     pairs = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                continue
-            report.lines += 1
-            fields = line.split("\t")
-            if len(fields) < 2:
-                report.malformed += 1
-                if len(report.bad_lines) < 10:
-                    report.bad_lines.append(number)
-                continue
-            source, target = (fields[1], fields[0]) if reverse else (fields[0], fields[1])
-            source = normalize_text(source, unicode_form, lowercase, space_punctuation)
-            target = normalize_text(target, unicode_form, lowercase, space_punctuation)
-            if not source or not target:
-                report.empty += 1
-                continue
-            if max_length is not None and max(len(source), len(target)) > max_length:
-                report.too_long += 1
-                continue
-            if max_pairs is not None and len(pairs) >= max_pairs:
-                report.over_limit += 1
-                continue
-            pairs.append((source, target))
+    for number, line in enumerate(read_utf8_lines(path), start=1):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            continue
+        report.lines += 1
+        fields = line.split("\t")
+        if len(fields) < 2:
+            report.malformed += 1
+            if len(report.bad_lines) < 10:
+                report.bad_lines.append(number)
+            continue
+        source, target = (fields[1], fields[0]) if reverse else (fields[0], fields[1])
+        source = normalize_text(source, unicode_form, lowercase, space_punctuation)
+        target = normalize_text(target, unicode_form, lowercase, space_punctuation)
+        if not source or not target:
+            report.empty += 1
+            continue
+        if max_length is not None and max(len(source), len(target)) > max_length:
+            report.too_long += 1
+            continue
+        if max_pairs is not None and len(pairs) >= max_pairs:
+            report.over_limit += 1
+            continue
+        pairs.append((source, target))
     report.pairs = len(pairs)
     return pairs, report
 

@@ -87,6 +87,15 @@ def _numbers(text, name):
                          f"received {text!r}") from None
 
 
+def _load_babi(path, task=None):
+    """`babi.load_babi_file`; a malformed or non-UTF-8 file stops the command with its
+    `file:line:` message instead of a traceback."""
+    try:
+        return babi.load_babi_file(path, task)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
 def load_questions(args):
     """`{"train", "validation", "test"}` question lists, plus task names."""
     if args.data_dir and args.kinds != "all":
@@ -108,12 +117,12 @@ def load_questions(args):
                              f"{sorted(files)})")
         splits = {"train": [], "validation": [], "test": []}
         for task in wanted:
-            train = babi.load_babi_file(files[task]["train"], task)
+            train = _load_babi(files[task]["train"], task)
             train, validation = babi.split_by_story(train, args.validation_fraction, args.seed)
             splits["train"] += train
             splits["validation"] += validation
             if files[task]["test"]:
-                splits["test"] += babi.load_babi_file(files[task]["test"], task)
+                splits["test"] += _load_babi(files[task]["test"], task)
         names = {t: files[t]["name"] for t in wanted}
         return splits, names, "babi"
     from training.data.stories import KINDS, generate_questions, kind_number
@@ -365,9 +374,9 @@ def evaluate(args):
     if os.path.isdir(path):
         files = babi.find_task_files(path, split="test")
         questions = [q for task, entry in files.items()
-                     for q in babi.load_babi_file(entry["test"], task)]
+                     for q in _load_babi(entry["test"], task)]
     else:
-        questions = babi.load_babi_file(path)
+        questions = _load_babi(path)
     results = figures(model, vocab, meta, questions)
     print_figures(f"{args.run_dir} on {path}:", results, task_names(meta))
     return results

@@ -89,14 +89,17 @@ def load_data(args):
     if args.data:
         from training.data.parallel import load_parallel_tsv, split_pairs
 
-        pairs, report = load_parallel_tsv(
-            args.data,
-            reverse=args.reverse,
-            max_pairs=args.max_pairs,
-            max_length=args.max_length,
-            lowercase=args.lowercase,
-            space_punctuation=args.space_punctuation,
-        )
+        try:
+            pairs, report = load_parallel_tsv(
+                args.data,
+                reverse=args.reverse,
+                max_pairs=args.max_pairs,
+                max_length=args.max_length,
+                lowercase=args.lowercase,
+                space_punctuation=args.space_punctuation,
+            )
+        except ValueError as error:  # not UTF-8: the file and line, without a traceback
+            raise SystemExit(str(error)) from None
         print(f"{args.data}: {report.summary()}")
         if report.bad_lines:
             print(f"  malformed lines (first {len(report.bad_lines)}): {report.bad_lines}")
