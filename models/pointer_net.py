@@ -28,10 +28,11 @@ Encoders:
 import dataclasses
 
 import keras
+import numpy as np
 from keras import ops
 
 import keras_attn
-from keras_attn import decoding
+from keras_attn import _validation, decoding
 from models.compiling import compile_with_built_optimizer
 from models.config import check_integer_fields
 
@@ -338,6 +339,26 @@ def tour_lengths(points, indices):
     return inner + closing
 
 
+def _check_decode_inputs(points, lengths, point_dim):
+    """`points` `(B, N, point_dim)`; `lengths` `(B,)` integers in `[0, N]` (values are
+    checked when they are concrete, e.g. NumPy arrays or lists)."""
+    points_shape = tuple(points.shape) if hasattr(points, "shape") else np.shape(points)
+    _validation.check_rank("points", points_shape, 3)
+    if points_shape[-1] not in (None, point_dim):
+        raise ValueError(f"`points` must have {point_dim} features (the model's point_dim); "
+                         f"received shape {points_shape}.")
+    if lengths is None:
+        return
+    if isinstance(lengths, (list, tuple)):
+        lengths = np.asarray(lengths)
+    _validation.check_dtype("integer", lengths=lengths)
+    _validation.check_mask("lengths", lengths, [(points_shape[0],)])
+    if isinstance(lengths, np.ndarray) and points_shape[1] is not None and (
+            lengths.min(initial=0) < 0 or lengths.max(initial=0) > points_shape[1]):
+        raise ValueError(f"`lengths` must be in [0, {points_shape[1]}] (the points per row); "
+                         f"received {lengths.tolist()}.")
+
+
 def decode(model, points, lengths=None, beam_width=1, select="log_prob"):
     """Decodes point sets with a trained pointer network.
 
@@ -356,13 +377,14 @@ def decode(model, points, lengths=None, beam_width=1, select="log_prob"):
     """
     encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
     start_index = decoder.start_index
+    k = _validation.check_integer("beam_width", beam_width)
+    _check_decode_inputs(points, lengths, encoder.embedding.kernel.shape[0])
     points = ops.convert_to_tensor(points, "float32")
     batch, n = ops.shape(points)[0], ops.shape(points)[1]
     if lengths is None:
         lengths = ops.full((batch,), n, "int32")
     lengths = ops.cast(lengths, "int32")
     encoded, mask, states = encoder(points, lengths, training=False)
-    k = int(beam_width)
 
     def per_row(x):
         return decoding.tile_beams(x, k) if k > 1 else x

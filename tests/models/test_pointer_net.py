@@ -190,3 +190,24 @@ def test_config_stores_numpy_sizes_as_ints():
     config = pn.PointerNetConfig(units=np.int64(64), start_index=np.int32(0))
     assert type(config.units) is int and type(config.start_index) is int
     assert pn.PointerNetConfig(min_outputs=None).min_outputs is None
+
+
+def test_decode_names_bad_points_lengths_and_beam_width(rng):
+    model = pn.build_pointer_net(pn.PointerNetConfig(point_dim=1, units=16, heads=2,
+                                                     encoder_layers=1))
+    points = rng.random((3, 5, 1)).astype("float32")
+    for kwargs, message in [
+        ({"points": points[..., 0]}, r"`points` must have rank 3; received `points` of rank 2"),
+        ({"points": np.concatenate([points, points], -1)},
+         r"`points` must have 1 features \(the model's point_dim\); received shape \(3, 5, 2\)"),
+        ({"lengths": np.array([6, 5, 5])}, r"`lengths` must be in \[0, 5\].*received \[6, 5, 5\]"),
+        ({"lengths": [-1, 5, 5]}, r"`lengths` must be in \[0, 5\].*received \[-1, 5, 5\]"),
+        ({"lengths": np.array([5, 5])}, r"`lengths` must have shape \(3,\).*received `lengths` of shape \(2,\)"),
+        ({"beam_width": 2.5}, r"`beam_width` must be a positive integer; received 2\.5"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            pn.decode(model, **{"points": points, **kwargs})
+    with pytest.raises(TypeError, match=r"`lengths` must be an integer tensor; received dtype float32"):
+        pn.decode(model, points, np.full((3,), 5.0, "float32"))
+    empty = to_numpy(pn.decode(model, points, np.array([0, 5, 3]))["indices"])
+    assert (empty[0] == -1).all() and sorted(empty[1]) == [0, 1, 2, 3, 4]
