@@ -39,13 +39,16 @@ class MemN2NConfig:
 
     def __post_init__(self):
         check_integer_fields(self, floors={"seed": 0})
-        if not self.answer_ids or not all(
-            isinstance(i, numbers.Integral) and 0 <= i < self.vocab_size for i in self.answer_ids
-        ):
-            raise ValueError(
-                f"`answer_ids` must be a non-empty list of ids in [0, {self.vocab_size}); "
-                f"received {self.answer_ids!r}."
-            )
+        _check_ids("answer_ids", self.answer_ids, self.vocab_size)
+
+
+def _check_ids(name, ids, vocab_size):
+    """`ValueError` unless `ids` is a non-empty list of integer ids in `[0, vocab_size)`."""
+    if not ids or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool)
+                          and 0 <= i < vocab_size for i in ids):
+        raise ValueError(
+            f"`{name}` must be a non-empty list of ids in [0, {vocab_size}); received {ids!r}."
+        )
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -59,13 +62,9 @@ class CandidateLogits(keras.layers.Layer):
 
     def __init__(self, candidate_ids, vocab_size, **kwargs):
         super().__init__(**kwargs)
+        _check_ids("candidate_ids", list(candidate_ids), vocab_size)
         self.candidate_ids = sorted(int(i) for i in candidate_ids)
         self.vocab_size = int(vocab_size)
-        if not self.candidate_ids or not all(0 <= i < vocab_size for i in self.candidate_ids):
-            raise ValueError(
-                f"`candidate_ids` must be non-empty ids in [0, {vocab_size}); received "
-                f"{candidate_ids!r}."
-            )
         allowed = [0.0] * self.vocab_size
         for i in self.candidate_ids:
             allowed[i] = 1.0
