@@ -61,7 +61,7 @@ class Attention(keras.layers.Layer):
     >>> memory = np.random.rand(2, 5, 8).astype("float32")
     >>> context, weights = keras_attn.Attention(score="scaled_dot")(
     ...     query, memory, return_attention_scores=True)
-    >>> context.shape, weights.shape
+    >>> tuple(context.shape), tuple(weights.shape)
     ((2, 3, 8), (2, 3, 5))
     """
 

@@ -56,7 +56,7 @@ class BahdanauAttention(Attention):
     >>> encoder_outputs = np.random.rand(4, 7, 16).astype("float32")
     >>> keys = attention.precompute_keys(encoder_outputs)  # once per sequence
     >>> context, weights = attention(state, encoder_outputs, precomputed_keys=keys)
-    >>> context.shape, weights.shape
+    >>> tuple(context.shape), tuple(weights.shape)
     ((4, 16), (4, 7, 1))
     """
 

@@ -53,7 +53,7 @@ class HierarchicalAttention(keras.layers.Layer):
     >>> han = keras_attn.HierarchicalAttention(
     ...     word_encoder=keras.layers.Bidirectional(keras.layers.GRU(4, return_sequences=True)))
     >>> document, word_weights, sentence_weights = han(words, return_attention_scores=True)
-    >>> document.shape, word_weights.shape, sentence_weights.shape
+    >>> tuple(document.shape), tuple(word_weights.shape), tuple(sentence_weights.shape)
     ((2, 8), (2, 3, 5), (2, 3))
     """
 

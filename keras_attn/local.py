@@ -72,9 +72,9 @@ class LocalAttention(LuongAttention):
     >>> h_s = np.random.rand(2, 10, 8).astype("float32")
     >>> local = keras_attn.LocalAttention(window=2, position="predictive")
     >>> context, weights = local(h_t, h_s, return_attention_scores=True)
-    >>> context.shape, weights.shape
+    >>> tuple(context.shape), tuple(weights.shape)
     ((2, 4, 8), (2, 4, 10))
-    >>> int((np.asarray(weights) > 0).sum(-1).max()) <= 5
+    >>> int((ops.convert_to_numpy(weights) > 0).sum(-1).max()) <= 5
     True
     """
 

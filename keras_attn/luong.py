@@ -38,7 +38,7 @@ class LuongAttention(Attention):
 
     >>> h_t = np.random.rand(2, 3, 8).astype("float32")
     >>> h_s = np.random.rand(2, 6, 8).astype("float32")
-    >>> keras_attn.LuongAttention(score="general")(h_t, h_s).shape
+    >>> tuple(keras_attn.LuongAttention(score="general")(h_t, h_s).shape)
     (2, 3, 8)
     """
 

@@ -120,7 +120,7 @@ class MonotonicAttention(Attention):
     >>> memory = np.random.rand(2, 6, 8).astype("float32")
     >>> attention = keras_attn.MonotonicAttention(score="additive", units=4)
     >>> context, alignment = attention(state, memory, return_attention_scores=True)
-    >>> context.shape, bool(np.all(np.asarray(alignment).sum(-1) <= 1 + 1e-6))
+    >>> tuple(context.shape), bool(np.all(ops.convert_to_numpy(alignment).sum(-1) <= 1 + 1e-6))
     ((2, 8), True)
     """
 

@@ -62,7 +62,7 @@ class MultiHeadAttention(keras.layers.Layer):
     >>> x = np.random.rand(2, 10, 16).astype("float32")
     >>> mha = keras_attn.MultiHeadAttention(num_heads=4, key_dim=8)
     >>> y, w = mha(x, x, use_causal_mask=True, return_attention_scores=True)
-    >>> y.shape, w.shape
+    >>> tuple(y.shape), tuple(w.shape)
     ((2, 10, 16), (2, 4, 10, 10))
     """
 

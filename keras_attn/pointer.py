@@ -51,7 +51,7 @@ class PointerAttention(keras.layers.Layer):
         finite); a row with no allowed position is all that value.
 
     Example:
-    >>> layer = PointerAttention(units=16, glimpses=1, logit_clip=10.0)
+    >>> layer = keras_attn.PointerAttention(units=16, glimpses=1, logit_clip=10.0)
     >>> log_probs = layer(np.ones((2, 8)), np.random.rand(2, 5, 8))
     >>> tuple(log_probs.shape)
     (2, 5)

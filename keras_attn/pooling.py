@@ -40,7 +40,7 @@ class AttentionPooling(keras.layers.Layer):
     >>> steps = np.random.rand(2, 7, 16).astype("float32")
     >>> pooled, weights = keras_attn.AttentionPooling(units=8)(
     ...     steps, return_attention_scores=True)
-    >>> pooled.shape, weights.shape
+    >>> tuple(pooled.shape), tuple(weights.shape)
     ((2, 16), (2, 7))
     """
 

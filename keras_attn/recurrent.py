@@ -63,7 +63,7 @@ class AttentionWrapperCell(keras.layers.Layer):
     ...     memory_size=8, attention_layer_size=16)
     >>> rnn = keras.layers.RNN(cell, return_sequences=True)
     >>> states = cell.get_initial_state(memory, batch_size=2)
-    >>> rnn(np.random.rand(2, 4, 5).astype("float32"), initial_state=states).shape
+    >>> tuple(rnn(np.random.rand(2, 4, 5).astype("float32"), initial_state=states).shape)
     (2, 4, 16)
     """
 

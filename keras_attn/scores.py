@@ -42,6 +42,21 @@ class AttentionScore(keras.layers.Layer):
 
     Returns:
         Scores `(B, Tq, Tk)`, or `(B, Tk)` for a rank-2 query.
+
+    Example: a score of one's own (here the negative squared distance), usable
+    by every layer that takes `score=`:
+
+    >>> class NegativeSquaredDistance(keras_attn.AttentionScore):
+    ...     def score(self, query, keys):
+    ...         difference = ops.expand_dims(query, 2) - ops.expand_dims(keys, 1)
+    ...         return -ops.sum(ops.square(difference), axis=-1)
+    >>> query = np.zeros((1, 1, 2), "float32")
+    >>> memory = np.array([[[3.0, 4.0], [0.0, 1.0]]], "float32")
+    >>> ops.convert_to_numpy(NegativeSquaredDistance()(query, memory)).tolist()
+    [[[-25.0, -1.0]]]
+    >>> attention = keras_attn.Attention(score=NegativeSquaredDistance())
+    >>> np.round(ops.convert_to_numpy(attention(query, memory)), 3).tolist()
+    [[[0.0, 1.0]]]
     """
 
     def build(self, query_shape, keys_shape):
@@ -103,7 +118,7 @@ class DotScore(AttentionScore):
     Example:
 
     >>> q, k = np.ones((2, 3, 4)), np.ones((2, 5, 4))
-    >>> keras_attn.scores.DotScore()(q, k).shape
+    >>> tuple(keras_attn.scores.DotScore()(q, k).shape)
     (2, 3, 5)
     """
 
@@ -158,7 +173,7 @@ class BilinearScore(AttentionScore):
     Example:
 
     >>> q, k = np.ones((2, 3, 4)), np.ones((2, 5, 6))
-    >>> keras_attn.scores.BilinearScore()(q, k).shape
+    >>> tuple(keras_attn.scores.BilinearScore()(q, k).shape)
     (2, 3, 5)
     """
 
@@ -223,7 +238,7 @@ class CosineScore(AttentionScore):
     Example:
 
     >>> q = np.array([[1.0, 0.0]]); k = np.array([[[2.0, 0.0], [0.0, 3.0]]])
-    >>> keras_attn.scores.CosineScore(beta=5.0)(q, k).numpy().tolist()
+    >>> ops.convert_to_numpy(keras_attn.scores.CosineScore(beta=5.0)(q, k)).tolist()
     [[5.0, 0.0]]
     """
 
@@ -295,7 +310,7 @@ class AdditiveScore(AttentionScore):
     Example:
 
     >>> q, k = np.ones((2, 7)), np.ones((2, 5, 6))
-    >>> keras_attn.scores.AdditiveScore(units=8)(q, k).shape
+    >>> tuple(keras_attn.scores.AdditiveScore(units=8)(q, k).shape)
     (2, 5)
     """
 
@@ -425,7 +440,7 @@ class ConcatScore(AdditiveScore):
     Example:
 
     >>> q, k = np.ones((2, 3, 4)), np.ones((2, 5, 6))
-    >>> keras_attn.scores.ConcatScore(hidden_units=16)(q, k).shape
+    >>> tuple(keras_attn.scores.ConcatScore(hidden_units=16)(q, k).shape)
     (2, 3, 5)
     """
 

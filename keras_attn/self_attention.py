@@ -41,7 +41,7 @@ class SelfAttention(MultiHeadAttention):
     Example:
 
     >>> x = np.random.rand(2, 7, 12).astype("float32")
-    >>> keras_attn.SelfAttention(key_dim=6)(x).shape
+    >>> tuple(keras_attn.SelfAttention(key_dim=6)(x).shape)
     (2, 7, 6)
     """
 

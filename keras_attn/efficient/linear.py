@@ -57,7 +57,7 @@ class LinearAttention(MultiHeadAttention):
 
     >>> x = np.random.rand(2, 1000, 16).astype("float32")
     >>> attention = keras_attn.LinearAttention(num_heads=4, key_dim=8)
-    >>> attention(x, x, use_causal_mask=True).shape
+    >>> tuple(attention(x, x, use_causal_mask=True).shape)
     (2, 1000, 16)
     """
 

@@ -65,7 +65,7 @@ class SparseAttention(MultiHeadAttention):
     >>> x = np.random.rand(2, 512, 32).astype("float32")
     >>> bigbird = keras_attn.SparseAttention(
     ...     num_heads=4, key_dim=8, window=32, global_tokens=2, random_blocks=1)
-    >>> bigbird(x, x).shape
+    >>> tuple(bigbird(x, x).shape)
     (2, 512, 32)
     >>> pattern = bigbird.pattern_mask(512)
     >>> int(pattern[300].sum()) <= 2 * 32 + 1 + 2 + 32

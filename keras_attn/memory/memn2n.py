@@ -65,7 +65,7 @@ class MemoryHop(keras.layers.Layer):
         `(read (B, d), weights (B, N))`.
 
     Example:
-    >>> hop = MemoryHop()
+    >>> hop = keras_attn.MemoryHop()
     >>> read, weights = hop(ops.ones((2, 4)), ops.ones((2, 5, 4)), ops.ones((2, 5, 4)))
     >>> tuple(read.shape), tuple(weights.shape)
     ((2, 4), (2, 5))
@@ -144,7 +144,7 @@ class MemN2N(keras.layers.Layer):
         the vocabulary, and each hop's weights over the memory slots.
 
     Example:
-    >>> layer = MemN2N(vocab_size=30, embedding_dim=8, hops=3, memory_size=10)
+    >>> layer = keras_attn.MemN2N(vocab_size=30, embedding_dim=8, hops=3, memory_size=10)
     >>> logits, attention = layer(ops.ones((2, 10, 6), "int32"), ops.ones((2, 5), "int32"))
     >>> tuple(logits.shape), tuple(attention.shape)
     ((2, 30), (2, 3, 10))

@@ -53,7 +53,7 @@ class NTMCell(keras.layers.Layer):
         them with `split_output`).
 
     Example:
-    >>> cell = NTMCell(units=8, memory_size=16, memory_width=10)
+    >>> cell = keras_attn.NTMCell(units=8, memory_size=16, memory_width=10)
     >>> rnn = keras.layers.RNN(cell, return_sequences=True)
     >>> tuple(rnn(ops.zeros((2, 5, 9))).shape)
     (2, 5, 8)

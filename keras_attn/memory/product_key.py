@@ -50,7 +50,7 @@ class ProductKeyMemory(keras.layers.Layer):
     >>> x = np.random.rand(8, 5, 32).astype("float32")
     >>> memory = keras_attn.memory.ProductKeyMemory(num_keys=64, top_k=8, key_dim=16)
     >>> output, slots, weights = memory(x, return_attention_scores=True)
-    >>> output.shape, slots.shape  # 4,096 slots, 8 read per position
+    >>> tuple(output.shape), tuple(slots.shape)  # 4,096 slots, 8 read per position
     ((8, 5, 32), (8, 5, 1, 8))
     """
 

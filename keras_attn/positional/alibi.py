@@ -50,7 +50,7 @@ class ALiBiBias(keras.layers.Layer):
 
     >>> x = np.zeros((2, 4, 8), "float32")
     >>> bias = keras_attn.ALiBiBias(num_heads=2)(x)
-    >>> bias.shape, float(bias[0, 0, 3, 0])  # slope 1/16, distance 3
+    >>> tuple(bias.shape), float(bias[0, 0, 3, 0])  # slope 1/16, distance 3
     ((1, 2, 4, 4), -0.1875)
     """
 

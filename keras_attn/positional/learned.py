@@ -30,7 +30,7 @@ class LearnedPositionEmbedding(keras.layers.Layer):
     Example:
 
     >>> x = np.zeros((2, 5, 8), "float32")
-    >>> keras_attn.LearnedPositionEmbedding(sequence_length=16)(x).shape
+    >>> tuple(keras_attn.LearnedPositionEmbedding(sequence_length=16)(x).shape)
     (2, 5, 8)
     """
 

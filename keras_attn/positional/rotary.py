@@ -37,7 +37,7 @@ class RotaryEmbedding(keras.layers.Layer):
     Example:
 
     >>> q = np.random.rand(2, 6, 8).astype("float32")
-    >>> keras_attn.RotaryEmbedding()(q).shape
+    >>> tuple(keras_attn.RotaryEmbedding()(q).shape)
     (2, 6, 8)
     """
 

@@ -41,7 +41,8 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     Example:
 
     >>> x = np.zeros((2, 5, 8), "float32")
-    >>> y = x + keras_attn.SinusoidalPositionEncoding()(x)
+    >>> encoding = ops.convert_to_numpy(keras_attn.SinusoidalPositionEncoding()(x))
+    >>> y = x + encoding
     >>> float(y[0, 0, 1])  # cos(0)
     1.0
     """

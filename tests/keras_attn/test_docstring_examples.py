@@ -1,0 +1,75 @@
+"""Every `>>>` example in a `keras_attn` docstring, and the README's Python, runs as shown.
+
+A user copies these first, on whichever backend they have, so they are run here
+on the test's backend (CI runs this file on TensorFlow and again on JAX). The
+examples may use `np`, `keras`, `ops` (`keras.ops`) and `keras_attn` without
+importing them, as the docstrings of Keras itself do.
+"""
+
+import doctest
+import importlib
+import pathlib
+import pkgutil
+import re
+
+import keras
+import numpy as np
+import pytest
+
+import keras_attn
+
+
+def _docstring_tests():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    found = {}
+    for info in pkgutil.walk_packages(keras_attn.__path__, "keras_attn."):
+        module = importlib.import_module(info.name)
+        for test in finder.find(module):
+            # A class re-exported elsewhere is found once, under its own module.
+            if test.examples and test.name.startswith(info.name + "."):
+                found.setdefault(test.name, test)
+    return [found[name] for name in sorted(found)]
+
+
+DOCSTRING_TESTS = _docstring_tests()
+
+
+def test_the_public_layers_have_examples():
+    documented = {test.name.rsplit(".", 1)[-1] for test in DOCSTRING_TESTS}
+    missing = sorted(
+        name
+        for name in keras_attn.__all__
+        if isinstance(getattr(keras_attn, name), type)
+        and issubclass(getattr(keras_attn, name), keras.layers.Layer)
+        and name not in documented
+    )
+    assert not missing, f"public layers without a runnable `>>>` example: {missing}"
+
+
+@pytest.mark.parametrize("test", DOCSTRING_TESTS, ids=lambda test: test.name)
+def test_docstring_example(test):
+    test.globs = {"np": np, "keras": keras, "ops": keras.ops, "keras_attn": keras_attn}
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False
+    )
+    report = []
+    runner.run(test, out=report.append)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted, test.name
+    assert not failed, "".join(report)
+
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_python_blocks_run():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert blocks, "the README has no ```python block"
+    for block in blocks:
+        namespace = {}
+        exec(compile(block, str(README), "exec"), namespace)
+        # The usage block's last line states its shapes in a comment.
+        last = block.strip().splitlines()[-1]
+        if "#" in last:
+            expression, expected = last.split("#", 1)
+            assert repr(eval(expression, namespace)) == expected.strip(), last
