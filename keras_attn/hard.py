@@ -47,7 +47,7 @@ class HardAttention(Attention):
     >>> memory = np.random.rand(2, 5, 8).astype("float32")
     >>> hard = keras_attn.HardAttention(score="general")
     >>> context, choice = hard(query, memory, return_attention_scores=True)
-    >>> np.asarray(choice).sum(-1).tolist()
+    >>> ops.convert_to_numpy(choice).sum(-1).tolist()
     [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
 

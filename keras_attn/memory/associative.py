@@ -56,7 +56,7 @@ class DenseAssociativeMemory(keras.layers.Layer):
     >>> patterns = np.sign(rng.normal(size=(5, 100))).astype("float32")
     >>> noisy = patterns[:2] * np.where(rng.random((2, 100)) < 0.1, -1, 1)
     >>> hopfield = keras_attn.memory.DenseAssociativeMemory()  # classic, F(x) = x²
-    >>> bool(np.all(np.asarray(hopfield(noisy, patterns)) == patterns[:2]))
+    >>> bool(np.all(ops.convert_to_numpy(hopfield(noisy, patterns)) == patterns[:2]))
     True
     """
 
@@ -113,7 +113,9 @@ class DenseAssociativeMemory(keras.layers.Layer):
     @staticmethod
     def _batched(patterns, probe):
         if len(patterns.shape) == 2:
-            return ops.broadcast_to(patterns[None], (ops.shape(probe)[0], *patterns.shape))
+            # `ops.shape`, not `.shape`: the number of patterns may be unknown
+            # until run time (a `keras.Input` for them, a traced `predict`).
+            return ops.broadcast_to(patterns[None], (ops.shape(probe)[0], *ops.shape(patterns)))
         return patterns
 
     def call(self, probe, patterns):

@@ -64,6 +64,23 @@ def test_asynchronous_updates_never_raise_the_energy(rng, kwargs):
     assert np.all(energies[-1] < energies[0])
 
 
+@pytest.mark.parametrize("update", ["asynchronous", "synchronous"])
+def test_the_number_of_patterns_may_be_unknown_until_run_time(rng, update):
+    """Shared patterns as a `keras.Input` of unknown count, run through a compiled predict."""
+    import keras
+
+    probe_input, patterns_input = keras.Input((N,)), keras.Input((N,))
+    layer = DenseAssociativeMemory(update=update, sweeps=2)
+    model = keras.Model([probe_input, patterns_input], layer(probe_input, patterns_input))
+    model.compile(jit_compile=True)
+    for stored in (3, 7):
+        patterns = _patterns(rng, stored)
+        probe, _ = _probes(rng, patterns, batch=4)
+        np.testing.assert_array_equal(
+            to_numpy(model.predict_on_batch([probe, patterns])), to_numpy(layer(probe, patterns))
+        )
+
+
 @pytest.mark.parametrize(
     "kwargs, stored, least, most",
     [
