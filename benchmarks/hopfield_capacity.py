@@ -22,6 +22,13 @@ Three measurements, each against the theory it tests, for random ±1 patterns:
    bits, as the number of patterns grows past `N`. Krotov & Hopfield's
    error-free capacity is `N^{n−1} / (2 (2n−3)!! ln N)`: 362 patterns for
    `n = 3` and `N = 100` (and 11 for the classic `n = 2`).
+4. **Modern Hopfield network** (`ModernHopfield`, Ramsauer et al. 2020): one
+   update `ξ ← Yᵀ softmax(β Y ξ)` from a stored ±1 pattern with exactly `k`
+   bits flipped, exact retrieval meaning `sign(ξ_new)` is the pattern. With a
+   large `β` the update picks the stored pattern nearest the probe, so it fails
+   when another of the `M − 1` random patterns is as near: it succeeds with
+   probability `(1 − F)^{M−1}`, `F = Σ_{i≤k} C(d, i) / 2^d`. Half the probes
+   are retrieved at `M ≈ ln 2 / F`, which grows exponentially in `d`.
 
 Any backend; each call is compiled (`jit_compile=True`). No timing: the figures
 are deterministic for a seed.
@@ -44,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_io import default_path, write_results  # noqa: E402
 
-from keras_attn.memory import DenseAssociativeMemory  # noqa: E402
+from keras_attn.memory import DenseAssociativeMemory, ModernHopfield  # noqa: E402
 
 AGS_CAPACITY = 0.138
 RETRIEVED_OVERLAP = 0.9
@@ -190,6 +197,43 @@ def dense_memory(kinds, stored_counts, units, starts, noise, rng):
     return rows
 
 
+def nearest_pattern_success(dim, flipped, stored):
+    """`(1 − F)^{M−1}`: no other random pattern within `flipped` bits of the probe."""
+    near = sum(math.comb(dim, i) for i in range(flipped + 1)) / 2.0**dim
+    return (1.0 - near) ** (stored - 1), math.log(2.0) / near
+
+
+def modern_hopfield(dims, flip_fraction, beta, starts, max_patterns, rng):
+    """Part 4: one-update exact retrieval against the nearest-pattern prediction."""
+    layer = ModernHopfield(beta=beta)
+    retrieve = keras.ops.convert_to_numpy
+    rows = []
+    for dim in dims:
+        flipped = round(flip_fraction * dim)
+        _, half = nearest_pattern_success(dim, flipped, 2)
+        stored = 16
+        while stored <= min(max_patterns, 8 * half):
+            patterns = random_patterns(rng, stored, dim)
+            chosen = rng.integers(0, stored, starts)
+            probes = patterns[chosen].copy()
+            for row, bits in zip(probes, rng.random((starts, dim)).argsort(axis=1)[:, :flipped], strict=True):
+                row[bits] *= -1.0
+            new = retrieve(layer(probes[None], patterns[None]))[0]
+            exact = np.all(np.sign(new) == patterns[chosen], axis=-1)
+            rows.append(
+                {
+                    "dim": dim,
+                    "flipped_bits": flipped,
+                    "patterns": stored,
+                    "retrieved": float(np.mean(exact)),
+                    "theory": nearest_pattern_success(dim, flipped, stored)[0],
+                    "half_retrieved_theory": half,
+                }
+            )
+            stored *= 2
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--units", default="100,200,400", help="N of the classic network")
@@ -199,6 +243,10 @@ def main(argv=None):
     parser.add_argument("--dense-units", type=int, default=100)
     parser.add_argument("--dense-patterns", default="50,100,200,400,800,1600")
     parser.add_argument("--noise", type=float, default=0.1, help="flipped-bit fraction")
+    parser.add_argument("--modern-dims", default="16,24,32", help="pattern sizes d of part 4")
+    parser.add_argument("--modern-flip", type=float, default=0.125, help="part 4's flipped fraction")
+    parser.add_argument("--modern-beta", type=float, default=8.0)
+    parser.add_argument("--modern-max-patterns", type=int, default=2**17)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=default_path("hopfield_capacity"))
     args = parser.parse_args(argv)
@@ -206,8 +254,9 @@ def main(argv=None):
         units = [int(x) for x in args.units.split(",")]
         alphas = [float(x) for x in args.alphas.split(",")]
         dense_patterns = [int(x) for x in args.dense_patterns.split(",")]
+        modern_dims = [int(x) for x in args.modern_dims.split(",")]
     except ValueError as error:
-        parser.error(f"--units, --alphas and --dense-patterns take comma-separated numbers ({error})")
+        parser.error(f"--units, --alphas, --dense-patterns and --modern-dims take comma-separated numbers ({error})")
     rng = np.random.default_rng(args.seed)
     # Each grid point has its own shapes, so TensorFlow's retracing warning is expected.
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
@@ -266,6 +315,22 @@ def main(argv=None):
     }
     print("Krotov & Hopfield error-free capacity:", {k: round(v) for k, v in theory.items()})
 
+    print(
+        f"\n4. Modern Hopfield network, one update, β = {args.modern_beta:g}, "
+        f"{args.modern_flip:.1%} of the bits flipped"
+    )
+    print(f"{'d':>4}{'k':>4}{'M':>8}{'retrieved':>11}{'(1−F)^(M−1)':>13}")
+    modern = modern_hopfield(
+        modern_dims, args.modern_flip, args.modern_beta, args.starts, args.modern_max_patterns, rng
+    )
+    for row in modern:
+        print(
+            f"{row['dim']:>4}{row['flipped_bits']:>4}{row['patterns']:>8}"
+            f"{row['retrieved']:>11.3f}{row['theory']:>13.3f}"
+        )
+    halves = {str(d): round(nearest_pattern_success(d, round(args.modern_flip * d), 2)[1]) for d in modern_dims}
+    print("patterns at which half are retrieved, theory ln 2 / F, by d:", halves)
+
     result = {
         "benchmark": "hopfield_capacity",
         "backend": keras.backend.backend(),
@@ -282,6 +347,7 @@ def main(argv=None):
             "krotov_hopfield_capacity": theory,
         },
         "dense": dense,
+        "modern": modern,
     }
     return write_results(result, args.output)
 

@@ -35,7 +35,8 @@ def test_a_small_run_recalls_below_capacity_and_fails_above(tmp_path):
     output = tmp_path / "hopfield.json"
     hopfield_capacity.main(
         ["--units", "64", "--alphas", "0.05,0.4", "--starts", "64", "--sweeps", "6",
-         "--dense-units", "64", "--dense-patterns", "32", "--output", str(output)]
+         "--dense-units", "64", "--dense-patterns", "32", "--modern-dims", "12",
+         "--modern-max-patterns", "64", "--output", str(output)]
     )
     result = json.loads(output.read_text())
     low, high = result["retrieval"]
@@ -50,6 +51,19 @@ def test_a_small_run_recalls_below_capacity_and_fails_above(tmp_path):
     assert dense["x^3"]["recalled_from_noise"] == 1.0
     assert dense["exp"]["recalled_from_noise"] == 1.0
     assert result["summary"]["classic_capacity_by_units"]["64"] is not None
+    modern = result["modern"]
+    assert [row["patterns"] for row in modern] == [16, 32, 64]
+    for row in modern:  # 64 probes each: within a few standard errors of (1 − F)^(M−1)
+        assert abs(row["retrieved"] - row["theory"]) < 0.2, row
+
+
+def test_nearest_pattern_success():
+    # d = 16, k = 2: F = (1 + 16 + 120) / 2^16.
+    near = 137 / 2**16
+    success, half = hopfield_capacity.nearest_pattern_success(16, 2, 100)
+    assert success == pytest.approx((1 - near) ** 99)
+    assert half == pytest.approx(math.log(2) / near)
+    assert hopfield_capacity.nearest_pattern_success(16, 2, 1)[0] == 1.0
 
 
 def test_the_finite_size_fit_recovers_its_intercept():
