@@ -1,7 +1,9 @@
 """The layer-test contract every `keras_attn` layer passes (ARCHITECTURE.md, "Tests").
 
 `run_layer_contract` checks, for one layer configuration and one set of inputs:
-eager and symbolic calls with the expected shapes; `get_config` → `from_config`
+eager and symbolic calls with the expected shapes; a functional model whose
+inputs leave every length unknown (`keras.Input((None, d))`), run through a
+jit-compiled `predict`, giving the eager outputs; `get_config` → `from_config`
 giving the same config and, with the weights copied, the same outputs; a `.keras`
 save → `load_model(safe_mode=True)` with identical outputs; a `mixed_float16`
 copy close to float32 and finite; one `model.fit` step with `jit_compile=True`;
@@ -42,9 +44,21 @@ def _accepts_training(layer):
     return "training" in inspect.signature(layer.call).parameters
 
 
-def _functional_model(layer, inputs, call_kwargs):
+def _functional_model(layer, inputs, call_kwargs, unknown_lengths=None):
+    """A functional model over `inputs`; with `unknown_lengths` (a dict, maybe
+    empty, of per-input shapes), every axis but the features is `None`."""
+
+    def shape(name, value):
+        if unknown_lengths is None:
+            return value.shape[1:]
+        if name in unknown_lengths:
+            return unknown_lengths[name]
+        if value.dtype == bool:  # a mask: every axis is a length
+            return (None,) * (value.ndim - 1)
+        return (None,) * max(value.ndim - 2, 0) + value.shape[-1:][: value.ndim - 1]
+
     symbolic = {
-        name: keras.Input(shape=value.shape[1:], dtype=str(value.dtype), name=name)
+        name: keras.Input(shape=shape(name, value), dtype=str(value.dtype), name=name)
         for name, value in inputs.items()
     }
     outputs = layer(**symbolic, **call_kwargs)
@@ -101,6 +115,7 @@ def run_layer_contract(
     expect_trainable_weights=None,
     fit=True,
     broadcast_batch=False,
+    unknown_lengths=None,
 ):
     """Runs the whole contract; raises `AssertionError` on the first breach.
 
@@ -115,6 +130,10 @@ def run_layer_contract(
         mixed_tolerance: max |Δ| allowed between float16 and float32 outputs.
         expect_trainable_weights: if given, the number of trainable weights.
         fit: also run the jit-compiled `model.fit` step and the gradient check.
+        unknown_lengths: input shapes (batch excluded) for the unknown-length
+            check where the default is wrong. By default every axis of a mask,
+            and every axis but the last (the features) of other inputs, is
+            `None`; e.g. `{"previous_alignment": (None,)}` for a `(B, Tk)` input.
         broadcast_batch: the output's batch axis is a broadcastable 1 (a bias
             shared by the batch), also symbolically; implies `fit=False`.
 
@@ -160,6 +179,14 @@ def run_layer_contract(
     functional = _as_numpy_list(model(inputs, training=False))
     for a, b in zip(eager, functional, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg="functional call differs")
+
+    # 3b. Lengths unknown until run time (every axis but the features), as in a
+    # model built once for sequences of any length: a compiled predict agrees.
+    unknown = _functional_model(layer, inputs, call_kwargs, dict(unknown_lengths or {}))[0]
+    unknown.compile(jit_compile=True)
+    predicted = _as_numpy_list(unknown.predict_on_batch(inputs))
+    for a, b in zip(eager, predicted, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, err_msg="unknown-length predict differs")
 
     # 4. `.keras` round trip with safe_mode=True: identical outputs.
     with tempfile.TemporaryDirectory() as tmp:

@@ -67,6 +67,7 @@ def test_contract(rng, kwargs, n_weights):
     run_layer_contract(
         keras_attn.MonotonicAttention, kwargs, inputs, [(2, 8), (2, 6)],
         call_kwargs={"return_attention_scores": True}, expect_trainable_weights=n_weights,
+        unknown_lengths={"previous_alignment": (None,)},
     )
 
 
