@@ -206,7 +206,6 @@ def nearest_pattern_success(dim, flipped, stored):
 def modern_hopfield(dims, flip_fraction, beta, starts, max_patterns, rng):
     """Part 4: one-update exact retrieval against the nearest-pattern prediction."""
     layer = ModernHopfield(beta=beta)
-    retrieve = keras.ops.convert_to_numpy
     rows = []
     for dim in dims:
         flipped = round(flip_fraction * dim)
@@ -215,10 +214,12 @@ def modern_hopfield(dims, flip_fraction, beta, starts, max_patterns, rng):
         while stored <= min(max_patterns, 8 * half):
             patterns = random_patterns(rng, stored, dim)
             chosen = rng.integers(0, stored, starts)
-            probes = patterns[chosen].copy()
-            for row, bits in zip(probes, rng.random((starts, dim)).argsort(axis=1)[:, :flipped], strict=True):
-                row[bits] *= -1.0
-            new = retrieve(layer(probes[None], patterns[None]))[0]
+            # Exactly `flipped` bits of each probe: the first of a random order.
+            bits = rng.random((starts, dim)).argsort(axis=1)[:, :flipped]
+            signs = np.ones((starts, dim), "float32")
+            np.put_along_axis(signs, bits, -1.0, axis=1)
+            probes = patterns[chosen] * signs
+            new = keras.ops.convert_to_numpy(layer(probes[None], patterns[None]))[0]
             exact = np.all(np.sign(new) == patterns[chosen], axis=-1)
             rows.append(
                 {
