@@ -260,16 +260,25 @@ def generate(
     length_penalty=0.0,
     coverage_penalty=0.0,
 ):
-    """Decodes `source` ids `(B, T_in)` with the trained `model`.
+    """Decodes `source` ids `(B, T_in)` with a trained translator or Transformer.
 
     Returns `decoding.greedy_decode` / `beam_search`'s dict: `tokens`
     `(B, max_length)` (ending in `[END]`, then `[PAD]`), `scores`, `lengths`,
     `alignments` `(B, max_length, T_in)`.
     """
     encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
+    buffer_length = getattr(decoder, "max_length", None)  # the Transformer's token buffer
+    if buffer_length is not None and max_length > buffer_length:
+        raise ValueError(
+            f"`max_length` must be at most the decoder's `max_length` ({buffer_length}, "
+            f"the trained target length); received {max_length}."
+        )
     source = ops.convert_to_tensor(source, "int32")
-    memory, mask, cell_states = encoder(source, training=False)
-    states = decoder.initial_states(memory, mask, cell_states)
+    # (memory, mask, cell states) from the RNN encoder, (memory, mask) from the
+    # Transformer's: each decoder starts from what its encoder returns.
+    encoded = encoder(source, training=False)
+    mask = encoded[1]
+    states = decoder.initial_states(*encoded)
     batch, length = ops.shape(source)[0], ops.shape(source)[1]
     common = dict(
         initial_states=states,

@@ -1,4 +1,5 @@
-"""The `translator` task: data, training, evaluation and export of `models.translator`.
+"""The `translator` task: data, training, evaluation and export of `models.translator`
+(`--model rnn`, the default) and `models.transformer` (`--model transformer`).
 
 Default data: the built-in date corpus (`training.data.dates`), character level.
 `--data PATH.tsv` trains on tab-separated parallel text instead.
@@ -15,9 +16,10 @@ import numpy as np
 from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
 from training.text import Vocabulary, encode_batch
 
-DEFAULT_WORK_DIR = os.path.join("runs", "translator")
 DEFAULT_EXPORT_ROOT = "saved_models"
-EXPORT_NAME = "translator"
+# `--model` → the export's (and default run folder's) name.
+EXPORT_NAMES = {"rnn": "translator", "transformer": "transformer"}
+DEFAULT_LEARNING_RATES = {"rnn": 3e-3, "transformer": 1e-3}
 
 
 def add_arguments(parser):
@@ -38,6 +40,13 @@ def add_arguments(parser):
     data.add_argument("--seed", type=non_negative_int, default=0)
     model = parser.add_argument_group("model")
     model.add_argument(
+        "--model",
+        choices=tuple(EXPORT_NAMES),
+        default="rnn",
+        help="rnn: bidirectional-RNN encoder, attention decoder (models.translator); "
+        "transformer: models.transformer",
+    )
+    model.add_argument(
         "--attention",
         # models.translator.ATTENTIONS; not imported here, since that imports Keras
         # before `--backend` has been read.
@@ -49,10 +58,25 @@ def add_arguments(parser):
     model.add_argument("--encoder-units", type=positive_int, default=64)
     model.add_argument("--decoder-units", type=positive_int, default=128)
     model.add_argument("--attention-units", type=positive_int, default=128)
+    transformer = parser.add_argument_group("transformer (--model transformer)")
+    transformer.add_argument("--model-dim", type=positive_int, default=64)
+    transformer.add_argument("--num-heads", type=positive_int, default=4)
+    transformer.add_argument("--num-layers", type=positive_int, default=2)
+    transformer.add_argument("--feedforward-dim", type=positive_int, default=256)
+    transformer.add_argument("--dropout", type=non_negative_float, default=0.0)
+    transformer.add_argument(
+        "--max-wavelength",
+        type=positive_float,
+        default=100.0,
+        help="longest wavelength of the sinusoidal positions; on the dates, 100 reached "
+        "98.8 %% exact match after 2 epochs where the paper's 10000 reached 90.4 %%",
+    )
     fit = parser.add_argument_group("training")
     fit.add_argument("--epochs", type=positive_int, default=3)
     fit.add_argument("--batch-size", type=positive_int, default=64)
-    fit.add_argument("--learning-rate", type=positive_float, default=3e-3)
+    fit.add_argument(
+        "--learning-rate", type=positive_float, help="default: 3e-3 (rnn), 1e-3 (transformer)"
+    )
     fit.add_argument(
         "--jit",
         action=argparse.BooleanOptionalAction,
@@ -73,12 +97,13 @@ def add_arguments(parser):
     out.add_argument(
         "--output-dir",
         default=DEFAULT_EXPORT_ROOT,
-        help="export root: writes OUTPUT_DIR/translator/<next version>/",
+        help="export root: writes OUTPUT_DIR/translator/<next version>/ "
+        "(OUTPUT_DIR/transformer/… with --model transformer)",
     )
     out.add_argument(
         "--work-dir",
-        default=DEFAULT_WORK_DIR,
-        help="checkpoints (resume after a kill), logs, vocabularies",
+        help="checkpoints (resume after a kill), logs, vocabularies "
+        "(default: runs/translator, or runs/transformer)",
     )
     out.add_argument("--no-export", action="store_true")
 
@@ -154,6 +179,7 @@ def save_run(work_dir, model, data, config, args):
     data["target_vocab"].save(os.path.join(work_dir, "target_vocab.json"))
     meta = {
         "task": "translator",
+        "model": args.model,
         "kind": data["kind"],
         "config": dataclasses.asdict(config),
         "max_source_length": data["max_source_length"],
@@ -173,7 +199,7 @@ def save_run(work_dir, model, data, config, args):
 def load_run(run_dir):
     import keras
 
-    import models.translator  # noqa: F401  (registers the layers)
+    import models.transformer  # noqa: F401  (registers the layers of both models)
 
     with open(os.path.join(run_dir, "meta.json")) as f:
         meta = json.load(f)
@@ -239,11 +265,51 @@ def _print_results(results):
 
 
 # -- the task's entry points ------------------------------------------------------------
+def build_model(args, data):
+    """`(config, model)` of `--model`, sized by the flags and the data."""
+    sizes = dict(
+        source_vocab_size=len(data["source_vocab"]),
+        target_vocab_size=len(data["target_vocab"]),
+        max_source_length=data["max_source_length"],
+        max_target_length=data["max_target_length"],
+    )
+    if args.model == "transformer":
+        from models.transformer import TransformerConfig, build_transformer
+
+        config = TransformerConfig(
+            **sizes,
+            model_dim=args.model_dim,
+            num_heads=args.num_heads,
+            num_layers=args.num_layers,
+            feedforward_dim=args.feedforward_dim,
+            dropout=args.dropout,
+            max_wavelength=args.max_wavelength,
+        )
+        return config, build_transformer(config)
+    from models.translator import TranslatorConfig, build_translator
+
+    config = TranslatorConfig(
+        **sizes,
+        attention=args.attention,
+        rnn=args.rnn,
+        embedding_dim=args.embedding_dim,
+        encoder_units=args.encoder_units,
+        decoder_units=args.decoder_units,
+        attention_units=args.attention_units,
+        attention_layer_size=args.decoder_units,
+    )
+    return config, build_translator(config)
+
+
 def train(args):
     import keras
 
-    from models.translator import TranslatorConfig, build_translator, compile_translator
+    from models.translator import compile_translator
 
+    if args.work_dir is None:
+        args.work_dir = os.path.join("runs", EXPORT_NAMES[args.model])
+    if args.learning_rate is None:
+        args.learning_rate = DEFAULT_LEARNING_RATES[args.model]
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
     from training.runtime import set_seed
@@ -257,21 +323,9 @@ def train(args):
         f"→ {len(data['target_vocab'])} {data['preprocess']['level']}s; lengths "
         f"{data['max_source_length']} → {data['max_target_length']}"
     )
-    config = TranslatorConfig(
-        source_vocab_size=len(data["source_vocab"]),
-        target_vocab_size=len(data["target_vocab"]),
-        max_source_length=data["max_source_length"],
-        max_target_length=data["max_target_length"],
-        attention=args.attention,
-        rnn=args.rnn,
-        embedding_dim=args.embedding_dim,
-        encoder_units=args.encoder_units,
-        decoder_units=args.decoder_units,
-        attention_units=args.attention_units,
-        attention_layer_size=args.decoder_units,
-    )
+    config, model = build_model(args, data)
     model = compile_translator(
-        build_translator(config),
+        model,
         learning_rate=args.learning_rate,
         jit_compile=True if args.jit else "auto",
     )
@@ -329,8 +383,9 @@ def export(run_dir, export_root):
     from training import export as export_lib
 
     model, source_vocab, target_vocab, meta = load_run(run_dir)
+    name = EXPORT_NAMES[meta.get("model", "rnn")]
     return export_lib.export_translator(
-        model, source_vocab, target_vocab, meta, export_root, EXPORT_NAME, run_dir
+        model, source_vocab, target_vocab, meta, export_root, name, run_dir
     )
 
 

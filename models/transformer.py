@@ -1,0 +1,334 @@
+"""Transformer translator: self-attention encoder and decoder (Vaswani et al. 2017).
+
+The same contract as `models.translator`: the training model takes `source` ids and
+teacher-forced `target_in` ids and returns logits for `target_out`, with the token
+ids of `training.text` (`[PAD]=0 [UNK]=1 [START]=2 [END]=3`), so the translator
+task's data, loss, decoding (`models.translator.generate`) and export serve both.
+
+Each block is pre-norm (Xiong et al. 2020, "On Layer Normalization in the
+Transformer Architecture"): `x + Sublayer(LayerNorm(x))`, with a final
+`LayerNorm`; it trains at a constant learning rate without the original's warm-up.
+Positions are the sinusoidal encoding of §3.5, added to embeddings scaled by `√d`.
+"""
+
+import dataclasses
+import math
+
+import keras
+from keras import ops
+
+import keras_attn
+from keras_attn import _validation
+from models.config import check_integer_fields
+from models.translator import PAD_ID
+
+
+@dataclasses.dataclass
+class TransformerConfig:
+    """Sizes of a Transformer translator; vocabularies and lengths come from the data."""
+
+    source_vocab_size: int
+    target_vocab_size: int
+    max_source_length: int
+    max_target_length: int  # with [START] / [END]
+    model_dim: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    feedforward_dim: int = 256
+    dropout: float = 0.0
+    # The sinusoids' longest wavelength. The paper's 10000 suits long text; on
+    # the date corpus (≤ 40 characters) 100 separates neighbouring positions
+    # better (see the `--max-wavelength` flag of the translator task).
+    max_wavelength: float = 10000.0
+
+    def __post_init__(self):
+        check_integer_fields(self)
+        self.dropout = _validation.check_number(
+            "dropout", self.dropout, low_inclusive=True, high=1.0
+        )
+        self.max_wavelength = _validation.check_number("max_wavelength", self.max_wavelength)
+        if self.model_dim % self.num_heads:
+            raise ValueError(
+                f"`model_dim` must be divisible by `num_heads`; received model_dim="
+                f"{self.model_dim} and num_heads={self.num_heads}."
+            )
+        if self.max_target_length < 2:
+            raise ValueError(
+                "`max_target_length` counts [START] and [END], so it must be at least 2; "
+                f"received {self.max_target_length}."
+            )
+
+
+class _Block(keras.layers.Layer):
+    """What the encoder and decoder blocks share: the feed-forward sublayer, the
+    residual dropout and the sizes in `get_config`."""
+
+    def __init__(self, model_dim, num_heads, feedforward_dim, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.model_dim, self.num_heads = int(model_dim), int(num_heads)
+        self.feedforward_dim, self.dropout = int(feedforward_dim), float(dropout)
+        self.feedforward_norm = keras.layers.LayerNormalization(name="feedforward_norm")
+        self.feedforward_in = keras.layers.Dense(
+            feedforward_dim, activation="relu", name="feedforward_in"
+        )
+        self.feedforward_out = keras.layers.Dense(model_dim, name="feedforward_out")
+        self.residual_dropout = keras.layers.Dropout(dropout)
+
+    def _attention(self, name):
+        return keras_attn.MultiHeadAttention(
+            self.num_heads, self.model_dim // self.num_heads, dropout=self.dropout, name=name
+        )
+
+    def _build_feedforward(self, shape):
+        self.feedforward_norm.build(shape)
+        self.feedforward_in.build(shape)
+        self.feedforward_out.build((*shape[:-1], self.feedforward_dim))
+
+    def _feedforward(self, x, training):
+        hidden = self.feedforward_in(self.feedforward_norm(x))
+        return x + self.residual_dropout(self.feedforward_out(hidden), training=training)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "model_dim": self.model_dim,
+            "num_heads": self.num_heads,
+            "feedforward_dim": self.feedforward_dim,
+            "dropout": self.dropout,
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TransformerEncoderBlock(_Block):
+    """`x + SelfAttention(LN(x))`, then `x + FFN(LN(x))`; padded keys are masked."""
+
+    def __init__(self, model_dim, num_heads, feedforward_dim, dropout=0.0, **kwargs):
+        super().__init__(model_dim, num_heads, feedforward_dim, dropout, **kwargs)
+        self.attention_norm = keras.layers.LayerNormalization(name="attention_norm")
+        self.attention = self._attention("self_attention")
+
+    def build(self, inputs_shape, mask_shape):
+        self.attention_norm.build(inputs_shape)
+        self.attention.build(inputs_shape, inputs_shape)
+        self._build_feedforward(inputs_shape)
+
+    def call(self, inputs, mask, training=None):
+        normed = self.attention_norm(inputs)
+        attended = self.attention(normed, normed, mask=mask, training=training)
+        x = inputs + self.residual_dropout(attended, training=training)
+        return self._feedforward(x, training)
+
+    def compute_output_shape(self, inputs_shape, mask_shape):
+        return inputs_shape
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TransformerDecoderBlock(_Block):
+    """Causal self-attention, attention over the encoder's memory, then the FFN,
+    each as `x + Sublayer(LN(x))`. Returns the output and the cross-attention
+    weights `(B, heads, T_out, T_in)`."""
+
+    def __init__(self, model_dim, num_heads, feedforward_dim, dropout=0.0, **kwargs):
+        super().__init__(model_dim, num_heads, feedforward_dim, dropout, **kwargs)
+        self.self_attention_norm = keras.layers.LayerNormalization(name="self_attention_norm")
+        self.self_attention = self._attention("self_attention")
+        self.cross_attention_norm = keras.layers.LayerNormalization(name="cross_attention_norm")
+        self.cross_attention = self._attention("cross_attention")
+
+    def build(self, inputs_shape, memory_shape, memory_mask_shape):
+        self.self_attention_norm.build(inputs_shape)
+        self.self_attention.build(inputs_shape, inputs_shape)
+        self.cross_attention_norm.build(inputs_shape)
+        self.cross_attention.build(inputs_shape, memory_shape)
+        self._build_feedforward(inputs_shape)
+
+    def call(self, inputs, memory, memory_mask, training=None):
+        normed = self.self_attention_norm(inputs)
+        attended = self.self_attention(normed, normed, use_causal_mask=True, training=training)
+        x = inputs + self.residual_dropout(attended, training=training)
+        attended, weights = self.cross_attention(
+            self.cross_attention_norm(x),
+            memory,
+            mask=memory_mask,
+            return_attention_scores=True,
+            training=training,
+        )
+        x = x + self.residual_dropout(attended, training=training)
+        return self._feedforward(x, training), weights
+
+    def compute_output_shape(self, inputs_shape, memory_shape, memory_mask_shape):
+        return inputs_shape, (
+            inputs_shape[0], self.num_heads, inputs_shape[1], memory_shape[1]
+        )
+
+
+class _Stack(keras.layers.Layer):
+    """Token embedding scaled by `√d` plus the sinusoidal encoding, a stack of
+    blocks, and the final `LayerNorm` that pre-norm blocks need."""
+
+    block_class = None
+
+    def __init__(
+        self, vocab_size, model_dim, num_heads, num_layers, feedforward_dim, dropout=0.0,
+        max_wavelength=10000.0, **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size, self.model_dim, self.num_heads = vocab_size, model_dim, num_heads
+        self.num_layers, self.feedforward_dim, self.dropout = num_layers, feedforward_dim, dropout
+        self.max_wavelength = float(max_wavelength)
+        self.embedding = keras.layers.Embedding(vocab_size, model_dim, name="embedding")
+        self.position_encoding = keras_attn.SinusoidalPositionEncoding(
+            max_wavelength, name="position_encoding"
+        )
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        self.blocks = [
+            self.block_class(model_dim, num_heads, feedforward_dim, dropout, name=f"block_{i}")
+            for i in range(num_layers)
+        ]
+        self.final_norm = keras.layers.LayerNormalization(name="final_norm")
+
+    def _embed(self, ids, training):
+        x = self.embedding(ids) * ops.cast(math.sqrt(self.model_dim), self.compute_dtype)
+        x = x + self.position_encoding(x)
+        return self.embedding_dropout(x, training=training)
+
+    def _build_stack(self, ids_shape, *block_shapes):
+        self.embedding.build(ids_shape)
+        shape = (*ids_shape, self.model_dim)
+        self.position_encoding.build(shape)
+        for block in self.blocks:
+            block.build(shape, *block_shapes)
+        self.final_norm.build(shape)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "model_dim": self.model_dim,
+            "num_heads": self.num_heads,
+            "num_layers": self.num_layers,
+            "feedforward_dim": self.feedforward_dim,
+            "dropout": self.dropout,
+            "max_wavelength": self.max_wavelength,
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TransformerEncoder(_Stack):
+    """Source ids `(B, T_in)` → `(memory (B, T_in, d), mask (B, T_in))`."""
+
+    block_class = TransformerEncoderBlock
+
+    def build(self, source_shape):
+        self._build_stack(source_shape, source_shape)
+
+    def call(self, source, training=None):
+        mask = ops.not_equal(source, PAD_ID)
+        x = self._embed(source, training)
+        for block in self.blocks:
+            x = block(x, mask, training=training)
+        return self.final_norm(x), mask
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TransformerDecoder(_Stack):
+    """Teacher-forced logits over `target_in`, and `step` for decoding.
+
+    Args:
+        max_length: the longest `target_in` (`max_target_length - 1`): the size of
+            the token buffer that `step` decodes in.
+        (the rest as `TransformerEncoder`).
+
+    `step` runs the whole causal stack over a fixed-size buffer of the tokens so
+    far and reads position `t`: `O(t)` work per token instead of a key/value
+    cache, which keeps every state's shape fixed, as `keras_attn.decoding` and
+    beam search's reordering need; at the translator's lengths (≤ 12 tokens
+    for dates) the recomputation is cheap.
+    """
+
+    block_class = TransformerDecoderBlock
+
+    def __init__(
+        self, vocab_size, model_dim, num_heads, num_layers, feedforward_dim, max_length,
+        dropout=0.0, max_wavelength=10000.0, **kwargs,
+    ):
+        super().__init__(
+            vocab_size, model_dim, num_heads, num_layers, feedforward_dim, dropout,
+            max_wavelength, **kwargs,
+        )
+        self.max_length = int(max_length)
+        # Logits in float32 under mixed precision, for a stable softmax.
+        self.output_projection = keras.layers.Dense(vocab_size, dtype="float32", name="logits")
+
+    def build(self, target_in_shape, memory_shape, memory_mask_shape):
+        self._build_stack(target_in_shape, memory_shape, memory_mask_shape)
+        self.output_projection.build((*target_in_shape, self.model_dim))
+
+    def _hidden(self, target_in, memory, memory_mask, training):
+        x = self._embed(target_in, training)
+        for block in self.blocks:
+            x, weights = block(x, memory, memory_mask, training=training)
+        return self.final_norm(x), weights
+
+    def call(self, target_in, memory, memory_mask, training=None):
+        hidden, _ = self._hidden(target_in, memory, memory_mask, training)
+        return self.output_projection(hidden)
+
+    def initial_states(self, memory, memory_mask):
+        """Decoding states: the memory, its mask, the token buffer, the position."""
+        batch = ops.shape(memory)[0]
+        return [
+            memory,
+            memory_mask,
+            ops.full((batch, self.max_length), PAD_ID, "int32"),
+            ops.zeros((batch,), "int32"),
+        ]
+
+    def step(self, tokens, states, training=False):
+        """One step: `(logits (N, V), states, alignment (N, T_in))`.
+
+        The alignment is the last block's attention over the memory, averaged
+        over heads.
+        """
+        memory, memory_mask, buffer, position = states
+        at_position = ops.equal(
+            ops.expand_dims(ops.arange(self.max_length, dtype="int32"), 0),
+            ops.expand_dims(position, 1),
+        )
+        buffer = ops.where(at_position, ops.expand_dims(ops.cast(tokens, "int32"), 1), buffer)
+        hidden, weights = self._hidden(buffer, memory, memory_mask, training)
+        pick = ops.cast(at_position, hidden.dtype)
+        hidden_t = ops.einsum("bt,btd->bd", pick, hidden)
+        alignment = ops.einsum(
+            "bt,bts->bs", ops.cast(pick, "float32"), ops.mean(ops.cast(weights, "float32"), 1)
+        )
+        logits = self.output_projection(hidden_t)
+        return logits, [memory, memory_mask, buffer, position + 1], alignment
+
+    def compute_output_shape(self, target_in_shape, memory_shape, memory_mask_shape):
+        return (*target_in_shape, self.vocab_size)
+
+    def get_config(self):
+        return {**super().get_config(), "max_length": self.max_length}
+
+
+def build_transformer(config):
+    """The teacher-forcing training model: `{"source", "target_in"}` → logits."""
+    source = keras.Input((None,), dtype="int32", name="source")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
+    sizes = dict(
+        model_dim=config.model_dim,
+        num_heads=config.num_heads,
+        num_layers=config.num_layers,
+        feedforward_dim=config.feedforward_dim,
+        dropout=config.dropout,
+        max_wavelength=config.max_wavelength,
+    )
+    encoder = TransformerEncoder(config.source_vocab_size, name="encoder", **sizes)
+    decoder = TransformerDecoder(
+        config.target_vocab_size, max_length=config.max_target_length - 1, name="decoder",
+        **sizes,
+    )
+    memory, mask = encoder(source)
+    logits = decoder(target_in, memory, mask)
+    return keras.Model({"source": source, "target_in": target_in}, logits, name="transformer")

@@ -1,0 +1,58 @@
+"""Checks every encoder–decoder translator (`models.translator`, `models.transformer`) passes.
+
+Both keep one decoding contract: `encoder(source)` returns the memory and its mask
+(first two), `decoder.initial_states(*encoded)` the decoding states, and
+`decoder.step(tokens, states) → (logits, states, alignment)`.
+"""
+
+import numpy as np
+
+from keras_attn import decoding
+from models import translator as T
+from tests.keras_attn.contract import to_numpy
+
+
+def generate(model, source, steps, beam_width=1):
+    out = T.generate(model, source, steps, beam_width=beam_width)
+    return {k: to_numpy(v) for k, v in out.items()}
+
+
+def assert_greedy_and_beam_decode(model, source, steps):
+    """Shapes; beam width 1 is greedy; padded source positions get no attention."""
+    batch, length = source.shape
+    greedy = generate(model, source, steps)
+    assert greedy["tokens"].shape == (batch, steps)
+    assert greedy["alignments"].shape == (batch, steps, length)
+    np.testing.assert_array_equal(generate(model, source, steps, 1)["tokens"], greedy["tokens"])
+    assert generate(model, source, steps, 3)["tokens"].shape == (batch, steps)
+    padded = source == T.PAD_ID
+    assert np.all(np.where(padded[:, None, :], greedy["alignments"], 0.0) == 0)
+    return greedy
+
+
+def _start(model, source):
+    decoder = model.get_layer("decoder")
+    return decoder, decoder.initial_states(*model.get_layer("encoder")(source))
+
+
+def assert_beam_one_equals_greedy_through_the_decoder(model, source, steps):
+    decoder, states = _start(model, source)
+    common = dict(initial_states=states, batch_size=source.shape[0], max_length=steps,
+                  start_token=T.START_ID, end_token=T.END_ID, alignment_length=source.shape[1])
+    a = to_numpy(decoding.greedy_decode(decoder.step, **common)["tokens"])
+    b = to_numpy(decoding.beam_search(decoder.step, beam_width=1, **common)["tokens"])
+    np.testing.assert_array_equal(a, b)
+
+
+def assert_stepwise_decoder_matches_teacher_forcing(model, x):
+    logits = to_numpy(model(x))
+    decoder, states = _start(model, x["source"])
+    for t in range(x["target_in"].shape[1]):
+        step_logits, states, _ = decoder.step(x["target_in"][:, t], states)
+        np.testing.assert_allclose(to_numpy(step_logits), logits[:, t], rtol=1e-4, atol=1e-5)
+
+
+def assert_all_padding_source_gives_finite_output(model, length, steps):
+    out = generate(model, np.zeros((2, length), "int32"), steps, beam_width=2)
+    assert np.all(np.isfinite(out["scores"]))
+    assert np.all(out["alignments"] == 0)

@@ -1,0 +1,102 @@
+import os
+import tempfile
+
+import keras
+import numpy as np
+import pytest
+
+from models import transformer as TR
+from models import translator as T
+from tests.keras_attn.contract import to_numpy
+from tests.models import seq2seq
+
+
+def _config(**overrides):
+    sizes = dict(model_dim=16, num_heads=2, num_layers=2, feedforward_dim=32)
+    return TR.TransformerConfig(20, 12, 7, 6, **{**sizes, **overrides})
+
+
+def _batch(rng, n=6, ls=7, lt=6, vs=20, vt=12):
+    source = rng.integers(4, vs, (n, ls)).astype("int32")
+    source[1, 4:] = 0
+    target = rng.integers(4, vt, (n, lt)).astype("int32")
+    target[:, 0] = T.START_ID
+    return {"source": source, "target_in": target[:, :-1]}, target[:, 1:]
+
+
+def test_fit_lowers_the_loss_and_generate_decodes(rng):
+    model = T.compile_translator(TR.build_transformer(_config()), 1e-2, jit_compile=False)
+    x, y = _batch(rng)
+    history = model.fit(x, y, epochs=60, verbose=0)
+    loss = history.history["loss"]
+    assert np.all(np.isfinite(loss)) and loss[-1] < 0.1 * loss[0]
+    greedy = seq2seq.assert_greedy_and_beam_decode(model, x["source"], 5)
+    steps = greedy["lengths"][0]
+    np.testing.assert_allclose(greedy["alignments"][0, :steps].sum(-1), 1.0, rtol=1e-5)
+    # Teacher forcing memorised the batch: greedy decoding reproduces the targets.
+    np.testing.assert_array_equal(greedy["tokens"], y)
+
+
+def test_teacher_forced_logits_match_stepwise_decoder(rng):
+    x, _ = _batch(rng)
+    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(TR.build_transformer(_config()), x)
+
+
+def test_beam_one_equals_greedy_through_the_decoder(rng):
+    x, _ = _batch(rng)
+    seq2seq.assert_beam_one_equals_greedy_through_the_decoder(
+        TR.build_transformer(_config()), x["source"], 5
+    )
+
+
+def test_decoder_is_causal_and_ignores_source_padding(rng):
+    model = TR.build_transformer(_config())
+    x, _ = _batch(rng)
+    logits = to_numpy(model(x))
+    changed = dict(x, target_in=x["target_in"].copy())
+    changed["target_in"][:, 3:] = 7
+    out = to_numpy(model(changed))
+    np.testing.assert_allclose(out[:, :3], logits[:, :3], rtol=1e-5, atol=1e-6)
+    assert np.abs(out[:, 3:] - logits[:, 3:]).max() > 1e-3  # later positions do see it
+    # More padding on the source changes nothing.
+    padded = dict(x, source=np.pad(x["source"], ((0, 0), (0, 4))))
+    np.testing.assert_allclose(to_numpy(model(padded)), logits, rtol=1e-5, atol=1e-5)
+
+
+def test_all_padding_source_gives_finite_output():
+    seq2seq.assert_all_padding_source_gives_finite_output(TR.build_transformer(_config()), 7, 5)
+
+
+def test_generate_refuses_more_steps_than_the_token_buffer(rng):
+    model = TR.build_transformer(_config())
+    with pytest.raises(ValueError, match=r"`max_length` must be at most .* \(5, .*received 6"):
+        T.generate(model, np.ones((2, 7), "int32"), 6)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match=r"`model_dim` must be divisible by `num_heads`; "
+                                         r"received model_dim=30 and num_heads=4"):
+        TR.TransformerConfig(5, 5, 3, 3, model_dim=30, num_heads=4)
+    with pytest.raises(ValueError, match=r"`num_layers` must be a positive integer; received 0"):
+        TR.TransformerConfig(5, 5, 3, 3, num_layers=0)
+    with pytest.raises(ValueError, match=r"`dropout` must be a number in \[0, 1\); received 1\.5"):
+        TR.TransformerConfig(5, 5, 3, 3, dropout=1.5)
+    with pytest.raises(ValueError, match=r"`max_target_length` .* at least 2; received 1"):
+        TR.TransformerConfig(5, 5, 3, 1)
+    with pytest.raises(ValueError, match="max_wavelength"):
+        TR.TransformerConfig(5, 5, 3, 3, max_wavelength=-1.0)
+    assert TR.TransformerConfig(5, 5, np.int64(3), 3).max_source_length == 3
+
+
+def test_keras_round_trip_with_safe_mode(rng):
+    model = TR.build_transformer(_config(max_wavelength=100.0, dropout=0.1))
+    x = {"source": rng.integers(0, 20, (3, 7)).astype("int32"),
+         "target_in": rng.integers(0, 12, (3, 5)).astype("int32")}
+    expected = to_numpy(model(x))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6, atol=1e-6)
+    decoder = loaded.get_layer("decoder")
+    assert (decoder.max_length, decoder.max_wavelength, decoder.dropout) == (5, 100.0, 0.1)
