@@ -100,3 +100,14 @@ def test_keras_round_trip_with_safe_mode(rng):
     np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6, atol=1e-6)
     decoder = loaded.get_layer("decoder")
     assert (decoder.max_length, decoder.max_wavelength, decoder.dropout) == (5, 100.0, 0.1)
+
+
+def test_mixed_float16_trains_and_decodes_finite(rng):
+    keras.config.set_dtype_policy("mixed_float16")  # the autouse fixture restores float32
+    model = T.compile_translator(TR.build_transformer(_config()), jit_compile=False)
+    assert model.get_layer("decoder").output_projection.compute_dtype == "float32"
+    x, y = _batch(rng)
+    loss = model.fit(x, y, epochs=3, verbose=0).history["loss"]
+    assert np.all(np.isfinite(loss)) and loss[-1] < loss[0]
+    out = seq2seq.generate(model, x["source"], 5, beam_width=2)
+    assert np.all(np.isfinite(out["scores"])) and np.all(np.isfinite(out["alignments"]))
