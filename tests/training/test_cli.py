@@ -111,3 +111,22 @@ def test_a_data_file_that_is_not_utf8_stops_with_its_line(tmp_path):
     with pytest.raises(SystemExit, match=r"pairs.tsv:1: not UTF-8 \(byte 0xe9 at column 4\)"):
         cli.main(["train", "translator", "--data", str(path), "--no-export",
                   "--work-dir", str(tmp_path / "w")])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model", "transformer", "--model-dim", "30", "--num-heads", "4"],
+     r"translator: `model_dim` must be divisible by `num_heads`; received model_dim=30 and num_heads=4"),
+    (["--attention", "luong-dot", "--encoder-units", "8", "--decoder-units", "8"],
+     r"translator: `luong-dot` scores .* `decoder_units` must equal 2 × `encoder_units`"),
+])
+def test_model_sizes_that_do_not_fit_stop_with_one_line(tmp_path, flags, message):
+    with pytest.raises(SystemExit, match=message):
+        cli.main(["train", "translator", "--train-size", "50", "--test-size", "10", "--no-export",
+                  "--work-dir", str(tmp_path / "w"), *flags])
+
+
+def test_dropout_flag_is_a_probability(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["train", "translator", "--model", "transformer", "--dropout", "1.5"])
+    assert stopped.value.code == 2
+    assert "argument --dropout: must be a number in [0, 1); received 1.5" in capsys.readouterr().err

@@ -13,7 +13,13 @@ import time
 
 import numpy as np
 
-from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
+from training.arguments import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+)
 from training.text import Vocabulary, encode_batch
 
 DEFAULT_EXPORT_ROOT = "saved_models"
@@ -63,7 +69,7 @@ def add_arguments(parser):
     transformer.add_argument("--num-heads", type=positive_int, default=4)
     transformer.add_argument("--num-layers", type=positive_int, default=2)
     transformer.add_argument("--feedforward-dim", type=positive_int, default=256)
-    transformer.add_argument("--dropout", type=non_negative_float, default=0.0)
+    transformer.add_argument("--dropout", type=probability, default=0.0)
     transformer.add_argument(
         "--max-wavelength",
         type=positive_float,
@@ -323,7 +329,10 @@ def train(args):
         f"→ {len(data['target_vocab'])} {data['preprocess']['level']}s; lengths "
         f"{data['max_source_length']} → {data['max_target_length']}"
     )
-    config, model = build_model(args, data)
+    try:
+        config, model = build_model(args, data)
+    except ValueError as error:  # sizes that do not fit together: one line, no traceback
+        raise SystemExit(f"translator: {error}") from None
     model = compile_translator(
         model,
         learning_rate=args.learning_rate,
