@@ -4,8 +4,8 @@
 
 Both models train on the translator task's built-in data (`keras-attn train
 translator`'s defaults: 20,000 dates, batch 64), with the task's default sizes,
-learning rates and `jit_compile` for `--model rnn` (Bahdanau GRU) and
-`--model transformer`. Every `--eval-every` batches the training clock stops and
+learning rates (the Transformer's warm-up and cosine schedule) and
+`jit_compile` for `--model rnn` (Bahdanau GRU) and `--model transformer`. Every `--eval-every` batches the training clock stops and
 greedy decoding is scored on `--eval-size` held-out dates (exact match). The clock
 counts everything `model.fit` spends on training, first-step compilation
 included, and nothing of the evaluations.
@@ -72,13 +72,13 @@ def seconds_to_reach(curve, target):
 
 def run_model(model_name, data, args):
     parser = cli.build_parser()
-    task_args = parser.parse_args(["train", "translator", "--model", model_name])
-    task_args.learning_rate = task.DEFAULT_LEARNING_RATES[model_name]
+    task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
+                                   str(args.epochs), "--batch-size", str(args.batch_size)])
     keras.utils.set_random_seed(args.seed)
     config, model = task.build_model(task_args, data)
-    compile_translator(model, learning_rate=task_args.learning_rate,
-                       jit_compile=True if task_args.jit else "auto")
     x, y, w = task.to_arrays(data, data["splits"]["train"])
+    compile_translator(model, learning_rate=task.learning_rate(task_args, len(y)),
+                       jit_compile=True if task_args.jit else "auto")
     held_out = data["splits"]["test"][: args.eval_size]
     sources, references = [s for s, _ in held_out], [t for _, t in held_out]
     meta = {"max_source_length": data["max_source_length"],
@@ -99,7 +99,8 @@ def run_model(model_name, data, args):
     return {
         "model": model_name,
         "parameters": parameters,
-        "learning_rate": task_args.learning_rate,
+        "learning_rate": task.DEFAULT_LEARNING_RATES[model_name],
+        "warmup_and_cosine": model_name == "transformer",
         "jit_compile": bool(model.jit_compile),
         "train_seconds": clock.seconds,
         "tokens_per_second": tokens / clock.seconds,

@@ -7,8 +7,9 @@ task's data, loss, decoding (`models.translator.generate`) and export serve both
 
 Each block is pre-norm (Xiong et al. 2020, "On Layer Normalization in the
 Transformer Architecture"): `x + Sublayer(LayerNorm(x))`, with a final
-`LayerNorm`; it trains at a constant learning rate without the original's warm-up.
-Positions are the sinusoidal encoding of §3.5, added to embeddings scaled by `√d`.
+`LayerNorm`. Positions are the sinusoidal encoding of §3.5, added to embeddings
+scaled by `√d`, and optionally rotary embeddings (RoPE, Su et al. 2021) in every
+attention.
 """
 
 import dataclasses
@@ -40,6 +41,9 @@ class TransformerConfig:
     # the date corpus (≤ 40 characters) 100 separates neighbouring positions
     # better (see the `--max-wavelength` flag of the translator task).
     max_wavelength: float = 10000.0
+    # If set, every attention also rotates its queries and keys by position
+    # (RoPE, Su et al. 2021) with this longest wavelength.
+    rope_max_wavelength: float | None = None
 
     def __post_init__(self):
         check_integer_fields(self)
@@ -47,6 +51,9 @@ class TransformerConfig:
             "dropout", self.dropout, low_inclusive=True, high=1.0
         )
         self.max_wavelength = _validation.check_number("max_wavelength", self.max_wavelength)
+        self.rope_max_wavelength = _validation.check_number(
+            "rope_max_wavelength", self.rope_max_wavelength, allow_none=True
+        )
         if self.model_dim % self.num_heads:
             raise ValueError(
                 f"`model_dim` must be divisible by `num_heads`; received model_dim="
@@ -63,10 +70,14 @@ class _Block(keras.layers.Layer):
     """What the encoder and decoder blocks share: the feed-forward sublayer, the
     residual dropout and the sizes in `get_config`."""
 
-    def __init__(self, model_dim, num_heads, feedforward_dim, dropout=0.0, **kwargs):
+    def __init__(
+        self, model_dim, num_heads, feedforward_dim, dropout=0.0, rope_max_wavelength=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.model_dim, self.num_heads = int(model_dim), int(num_heads)
         self.feedforward_dim, self.dropout = int(feedforward_dim), float(dropout)
+        self.rope_max_wavelength = rope_max_wavelength
         self.feedforward_norm = keras.layers.LayerNormalization(name="feedforward_norm")
         self.feedforward_in = keras.layers.Dense(
             feedforward_dim, activation="relu", name="feedforward_in"
@@ -76,7 +87,11 @@ class _Block(keras.layers.Layer):
 
     def _attention(self, name):
         return keras_attn.MultiHeadAttention(
-            self.num_heads, self.model_dim // self.num_heads, dropout=self.dropout, name=name
+            self.num_heads,
+            self.model_dim // self.num_heads,
+            dropout=self.dropout,
+            rope_max_wavelength=self.rope_max_wavelength,
+            name=name,
         )
 
     def _build_feedforward(self, shape):
@@ -95,6 +110,7 @@ class _Block(keras.layers.Layer):
             "num_heads": self.num_heads,
             "feedforward_dim": self.feedforward_dim,
             "dropout": self.dropout,
+            "rope_max_wavelength": self.rope_max_wavelength,
         }
 
 
@@ -170,19 +186,23 @@ class _Stack(keras.layers.Layer):
 
     def __init__(
         self, vocab_size, model_dim, num_heads, num_layers, feedforward_dim, dropout=0.0,
-        max_wavelength=10000.0, **kwargs,
+        max_wavelength=10000.0, rope_max_wavelength=None, **kwargs,
     ):
         super().__init__(**kwargs)
         self.vocab_size, self.model_dim, self.num_heads = vocab_size, model_dim, num_heads
         self.num_layers, self.feedforward_dim, self.dropout = num_layers, feedforward_dim, dropout
         self.max_wavelength = float(max_wavelength)
+        self.rope_max_wavelength = rope_max_wavelength
         self.embedding = keras.layers.Embedding(vocab_size, model_dim, name="embedding")
         self.position_encoding = keras_attn.SinusoidalPositionEncoding(
             max_wavelength, name="position_encoding"
         )
         self.embedding_dropout = keras.layers.Dropout(dropout)
         self.blocks = [
-            self.block_class(model_dim, num_heads, feedforward_dim, dropout, name=f"block_{i}")
+            self.block_class(
+                model_dim, num_heads, feedforward_dim, dropout,
+                rope_max_wavelength=rope_max_wavelength, name=f"block_{i}",
+            )
             for i in range(num_layers)
         ]
         self.final_norm = keras.layers.LayerNormalization(name="final_norm")
@@ -210,6 +230,7 @@ class _Stack(keras.layers.Layer):
             "feedforward_dim": self.feedforward_dim,
             "dropout": self.dropout,
             "max_wavelength": self.max_wavelength,
+            "rope_max_wavelength": self.rope_max_wavelength,
         }
 
 
@@ -250,11 +271,11 @@ class TransformerDecoder(_Stack):
 
     def __init__(
         self, vocab_size, model_dim, num_heads, num_layers, feedforward_dim, max_length,
-        dropout=0.0, max_wavelength=10000.0, **kwargs,
+        dropout=0.0, max_wavelength=10000.0, rope_max_wavelength=None, **kwargs,
     ):
         super().__init__(
             vocab_size, model_dim, num_heads, num_layers, feedforward_dim, dropout,
-            max_wavelength, **kwargs,
+            max_wavelength, rope_max_wavelength, **kwargs,
         )
         self.max_length = int(max_length)
         # Logits in float32 under mixed precision, for a stable softmax.
@@ -323,6 +344,7 @@ def build_transformer(config):
         feedforward_dim=config.feedforward_dim,
         dropout=config.dropout,
         max_wavelength=config.max_wavelength,
+        rope_max_wavelength=config.rope_max_wavelength,
     )
     encoder = TransformerEncoder(config.source_vocab_size, name="encoder", **sizes)
     decoder = TransformerDecoder(

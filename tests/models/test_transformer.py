@@ -37,9 +37,11 @@ def test_fit_lowers_the_loss_and_generate_decodes(rng):
     np.testing.assert_array_equal(greedy["tokens"], y)
 
 
-def test_teacher_forced_logits_match_stepwise_decoder(rng):
+@pytest.mark.parametrize("rope_max_wavelength", [None, 100.0])
+def test_teacher_forced_logits_match_stepwise_decoder(rng, rope_max_wavelength):
     x, _ = _batch(rng)
-    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(TR.build_transformer(_config()), x)
+    model = TR.build_transformer(_config(rope_max_wavelength=rope_max_wavelength))
+    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(model, x)
 
 
 def test_beam_one_equals_greedy_through_the_decoder(rng):
@@ -49,8 +51,9 @@ def test_beam_one_equals_greedy_through_the_decoder(rng):
     )
 
 
-def test_decoder_is_causal_and_ignores_source_padding(rng):
-    model = TR.build_transformer(_config())
+@pytest.mark.parametrize("rope_max_wavelength", [None, 100.0])
+def test_decoder_is_causal_and_ignores_source_padding(rng, rope_max_wavelength):
+    model = TR.build_transformer(_config(rope_max_wavelength=rope_max_wavelength))
     x, _ = _batch(rng)
     logits = to_numpy(model(x))
     changed = dict(x, target_in=x["target_in"].copy())
@@ -85,11 +88,13 @@ def test_config_validation():
         TR.TransformerConfig(5, 5, 3, 1)
     with pytest.raises(ValueError, match="max_wavelength"):
         TR.TransformerConfig(5, 5, 3, 3, max_wavelength=-1.0)
+    with pytest.raises(ValueError, match="rope_max_wavelength"):
+        TR.TransformerConfig(5, 5, 3, 3, rope_max_wavelength=0.0)
     assert TR.TransformerConfig(5, 5, np.int64(3), 3).max_source_length == 3
 
 
 def test_keras_round_trip_with_safe_mode(rng):
-    model = TR.build_transformer(_config(max_wavelength=100.0, dropout=0.1))
+    model = TR.build_transformer(_config(max_wavelength=100.0, dropout=0.1, rope_max_wavelength=50.0))
     x = {"source": rng.integers(0, 20, (3, 7)).astype("int32"),
          "target_in": rng.integers(0, 12, (3, 5)).astype("int32")}
     expected = to_numpy(model(x))
@@ -100,6 +105,8 @@ def test_keras_round_trip_with_safe_mode(rng):
     np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6, atol=1e-6)
     decoder = loaded.get_layer("decoder")
     assert (decoder.max_length, decoder.max_wavelength, decoder.dropout) == (5, 100.0, 0.1)
+    attention = decoder.blocks[1].cross_attention
+    assert attention.rope_max_wavelength == 50.0
 
 
 def test_mixed_float16_trains_and_decodes_finite(rng):

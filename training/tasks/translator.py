@@ -25,7 +25,7 @@ from training.text import Vocabulary, encode_batch
 DEFAULT_EXPORT_ROOT = "saved_models"
 # `--model` → the export's (and default run folder's) name.
 EXPORT_NAMES = {"rnn": "translator", "transformer": "transformer"}
-DEFAULT_LEARNING_RATES = {"rnn": 3e-3, "transformer": 1e-3}
+DEFAULT_LEARNING_RATES = {"rnn": 3e-3, "transformer": 3e-3}
 
 
 def add_arguments(parser):
@@ -77,11 +77,27 @@ def add_arguments(parser):
         help="longest wavelength of the sinusoidal positions; on the dates, 100 reached "
         "98.8 %% exact match after 2 epochs where the paper's 10000 reached 90.4 %%",
     )
+    transformer.add_argument(
+        "--rope-max-wavelength",
+        type=non_negative_float,
+        default=10000.0,
+        help="rotary position embedding in every attention (0: off); see the README's "
+        "Transformer results for what it changed",
+    )
+    transformer.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        default=100,
+        help="the learning rate rises linearly over these steps, then follows a cosine "
+        "to zero at the last step",
+    )
     fit = parser.add_argument_group("training")
     fit.add_argument("--epochs", type=positive_int, default=3)
     fit.add_argument("--batch-size", type=positive_int, default=64)
     fit.add_argument(
-        "--learning-rate", type=positive_float, help="default: 3e-3 (rnn), 1e-3 (transformer)"
+        "--learning-rate",
+        type=positive_float,
+        help="default 3e-3; for the transformer, the peak of its warm-up and cosine schedule",
     )
     fit.add_argument(
         "--jit",
@@ -271,6 +287,29 @@ def _print_results(results):
 
 
 # -- the task's entry points ------------------------------------------------------------
+def learning_rate(args, train_size):
+    """`--learning-rate` (RNN), or the Transformer's warm-up and cosine decay to 0.
+
+    Linear warm-up then cosine decay, as Transformers train (Vaswani et al. §5.3
+    warm up; the cosine ends at zero on the run's last step). On the dates, with
+    RoPE, the schedule at peak 3e-3 reached 100 % exact match after 300 batches,
+    where a constant 1e-3 reached 97.2 % (README, Transformer results).
+    """
+    peak = args.learning_rate or DEFAULT_LEARNING_RATES[args.model]
+    if args.model != "transformer":
+        return peak
+    import keras
+
+    total = -(-train_size // args.batch_size) * args.epochs
+    warmup = min(args.warmup_steps, total - 1)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0 if warmup else peak,
+        decay_steps=total - warmup,
+        warmup_target=peak if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
 def build_model(args, data):
     """`(config, model)` of `--model`, sized by the flags and the data."""
     sizes = dict(
@@ -290,6 +329,7 @@ def build_model(args, data):
             feedforward_dim=args.feedforward_dim,
             dropout=args.dropout,
             max_wavelength=args.max_wavelength,
+            rope_max_wavelength=args.rope_max_wavelength or None,
         )
         return config, build_transformer(config)
     from models.translator import TranslatorConfig, build_translator
@@ -314,8 +354,6 @@ def train(args):
 
     if args.work_dir is None:
         args.work_dir = os.path.join("runs", EXPORT_NAMES[args.model])
-    if args.learning_rate is None:
-        args.learning_rate = DEFAULT_LEARNING_RATES[args.model]
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
     from training.runtime import set_seed
@@ -333,16 +371,16 @@ def train(args):
         config, model = build_model(args, data)
     except ValueError as error:  # sizes that do not fit together: one line, no traceback
         raise SystemExit(f"translator: {error}") from None
+    x, y, w = to_arrays(data, splits["train"])
     model = compile_translator(
         model,
-        learning_rate=args.learning_rate,
+        learning_rate=learning_rate(args, len(y)),
         jit_compile=True if args.jit else "auto",
     )
     os.makedirs(args.work_dir, exist_ok=True)
     from training.runtime import run_callbacks
 
     callbacks = run_callbacks(args.work_dir, args.tensorboard)
-    x, y, w = to_arrays(data, splits["train"])
     vx, vy, vw = to_arrays(data, splits["validation"])
     start = time.time()
     model.fit(
