@@ -99,7 +99,7 @@ def run_model(model_name, data, args):
     return {
         "model": model_name,
         "parameters": parameters,
-        "learning_rate": task.DEFAULT_LEARNING_RATES[model_name],
+        "learning_rate": task.DEFAULT_LEARNING_RATE,
         "warmup_and_cosine": model_name == "transformer",
         "jit_compile": bool(model.jit_compile),
         "train_seconds": clock.seconds,

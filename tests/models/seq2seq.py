@@ -5,6 +5,10 @@ Both keep one decoding contract: `encoder(source)` returns the memory and its ma
 `decoder.step(tokens, states) → (logits, states, alignment)`.
 """
 
+import os
+import tempfile
+
+import keras
 import numpy as np
 
 from keras_attn import decoding
@@ -56,3 +60,17 @@ def assert_all_padding_source_gives_finite_output(model, length, steps):
     out = generate(model, np.zeros((2, length), "int32"), steps, beam_width=2)
     assert np.all(np.isfinite(out["scores"]))
     assert np.all(out["alignments"] == 0)
+
+
+def keras_round_trip(model, rng, source_vocab, target_vocab):
+    """Saves `model` as `.keras`, loads it with `safe_mode=True`, checks equal logits;
+    returns the loaded model."""
+    x = {"source": rng.integers(0, source_vocab, (3, 7)).astype("int32"),
+         "target_in": rng.integers(0, target_vocab, (3, 5)).astype("int32")}
+    expected = to_numpy(model(x))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path, safe_mode=True)
+    np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6, atol=1e-6)
+    return loaded
