@@ -260,9 +260,9 @@ class TransformerDecoder(_Stack):
             the token buffer that `step` decodes in.
         (the rest as `TransformerEncoder`).
 
-    `step` runs the whole causal stack over a fixed-size buffer of the tokens so
-    far and reads position `t`: `O(t)` work per token instead of a key/value
-    cache, which keeps every state's shape fixed, as `keras_attn.decoding` and
+    `step` runs the whole causal stack over the fixed-size buffer (the tokens so
+    far, then padding) and reads position `t`: `O(max_length)` work per token
+    instead of a key/value cache, which keeps every state's shape fixed, as `keras_attn.decoding` and
     beam search's reordering need; at the translator's lengths (≤ 12 tokens
     for dates) the recomputation is cheap.
     """

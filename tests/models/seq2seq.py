@@ -16,6 +16,15 @@ from models import translator as T
 from tests.keras_attn.contract import to_numpy
 
 
+def batch(rng, n=6, ls=7, lt=6, vs=20, vt=12):
+    """Random teacher-forcing inputs and targets; row 1's source is padded after 4 tokens."""
+    source = rng.integers(4, vs, (n, ls)).astype("int32")
+    source[1, 4:] = 0
+    target = rng.integers(4, vt, (n, lt)).astype("int32")
+    target[:, 0] = T.START_ID
+    return {"source": source, "target_in": target[:, :-1]}, target[:, 1:]
+
+
 def generate(model, source, steps, beam_width=1):
     out = T.generate(model, source, steps, beam_width=beam_width)
     return {k: to_numpy(v) for k, v in out.items()}

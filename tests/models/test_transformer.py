@@ -13,17 +13,9 @@ def _config(**overrides):
     return TR.TransformerConfig(20, 12, 7, 6, **{**sizes, **overrides})
 
 
-def _batch(rng, n=6, ls=7, lt=6, vs=20, vt=12):
-    source = rng.integers(4, vs, (n, ls)).astype("int32")
-    source[1, 4:] = 0
-    target = rng.integers(4, vt, (n, lt)).astype("int32")
-    target[:, 0] = T.START_ID
-    return {"source": source, "target_in": target[:, :-1]}, target[:, 1:]
-
-
 def test_fit_lowers_the_loss_and_generate_decodes(rng):
     model = T.compile_translator(TR.build_transformer(_config()), 1e-2, jit_compile=False)
-    x, y = _batch(rng)
+    x, y = seq2seq.batch(rng)
     history = model.fit(x, y, epochs=60, verbose=0)
     loss = history.history["loss"]
     assert np.all(np.isfinite(loss)) and loss[-1] < 0.1 * loss[0]
@@ -36,13 +28,13 @@ def test_fit_lowers_the_loss_and_generate_decodes(rng):
 
 @pytest.mark.parametrize("rope_max_wavelength", [None, 100.0])
 def test_teacher_forced_logits_match_stepwise_decoder(rng, rope_max_wavelength):
-    x, _ = _batch(rng)
+    x, _ = seq2seq.batch(rng)
     model = TR.build_transformer(_config(rope_max_wavelength=rope_max_wavelength))
     seq2seq.assert_stepwise_decoder_matches_teacher_forcing(model, x)
 
 
 def test_beam_one_equals_greedy_through_the_decoder(rng):
-    x, _ = _batch(rng)
+    x, _ = seq2seq.batch(rng)
     seq2seq.assert_beam_one_equals_greedy_through_the_decoder(
         TR.build_transformer(_config()), x["source"], 5
     )
@@ -51,7 +43,7 @@ def test_beam_one_equals_greedy_through_the_decoder(rng):
 @pytest.mark.parametrize("rope_max_wavelength", [None, 100.0])
 def test_decoder_is_causal_and_ignores_source_padding(rng, rope_max_wavelength):
     model = TR.build_transformer(_config(rope_max_wavelength=rope_max_wavelength))
-    x, _ = _batch(rng)
+    x, _ = seq2seq.batch(rng)
     logits = to_numpy(model(x))
     changed = dict(x, target_in=x["target_in"].copy())
     changed["target_in"][:, 3:] = 7
@@ -103,7 +95,7 @@ def test_mixed_float16_trains_and_decodes_finite(rng):
     keras.config.set_dtype_policy("mixed_float16")  # the autouse fixture restores float32
     model = T.compile_translator(TR.build_transformer(_config()), jit_compile=False)
     assert model.get_layer("decoder").output_projection.compute_dtype == "float32"
-    x, y = _batch(rng)
+    x, y = seq2seq.batch(rng)
     loss = model.fit(x, y, epochs=3, verbose=0).history["loss"]
     assert np.all(np.isfinite(loss)) and loss[-1] < loss[0]
     out = seq2seq.generate(model, x["source"], 5, beam_width=2)

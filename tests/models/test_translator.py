@@ -5,14 +5,6 @@ from models import translator as T
 from tests.models import seq2seq
 
 
-def _batch(rng, n=6, ls=7, lt=6, vs=20, vt=12):
-    source = rng.integers(4, vs, (n, ls)).astype("int32")
-    source[1, 4:] = 0
-    target = rng.integers(4, vt, (n, lt)).astype("int32")
-    target[:, 0] = T.START_ID
-    return {"source": source, "target_in": target[:, :-1]}, target[:, 1:]
-
-
 def _small_config(**overrides):
     sizes = dict(encoder_units=8, decoder_units=16, attention_units=8, attention_layer_size=16,
                  embedding_dim=8)
@@ -25,21 +17,21 @@ def test_fit_step_and_generate(rng, attention, rnn):
     model = T.compile_translator(
         T.build_translator(_small_config(attention=attention, rnn=rnn)), jit_compile=False
     )
-    x, y = _batch(rng)
+    x, y = seq2seq.batch(rng)
     history = model.fit(x, y, sample_weight=(y != 0).astype("float32"), epochs=2, verbose=0)
     assert np.all(np.isfinite(history.history["loss"]))
     seq2seq.assert_greedy_and_beam_decode(model, x["source"], 5)
 
 
 def test_beam_one_equals_greedy_through_the_decoder(rng):
-    x, _ = _batch(rng)
+    x, _ = seq2seq.batch(rng)
     seq2seq.assert_beam_one_equals_greedy_through_the_decoder(
         T.build_translator(_small_config()), x["source"], 5
     )
 
 
 def test_teacher_forced_logits_match_stepwise_decoder(rng):
-    x, _ = _batch(rng)
+    x, _ = seq2seq.batch(rng)
     seq2seq.assert_stepwise_decoder_matches_teacher_forcing(T.build_translator(_small_config()), x)
 
 
