@@ -262,9 +262,9 @@ class TransformerDecoder(_Stack):
 
     `step` runs the whole causal stack over the fixed-size buffer (the tokens so
     far, then padding) and reads position `t`: `O(max_length)` work per token
-    instead of a key/value cache, which keeps every state's shape fixed, as `keras_attn.decoding` and
-    beam search's reordering need; at the translator's lengths (≤ 12 tokens
-    for dates) the recomputation is cheap.
+    instead of a key/value cache, which keeps every state's shape fixed, as
+    `keras_attn.decoding` and beam search's reordering need; at the translator's
+    lengths (≤ 12 tokens for dates) the recomputation is cheap.
     """
 
     block_class = TransformerDecoderBlock
