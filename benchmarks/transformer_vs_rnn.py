@@ -18,6 +18,7 @@ the README are from the TensorFlow backend on CPU.
 
 import argparse
 import os
+import shlex
 import sys
 import time
 
@@ -72,8 +73,10 @@ def seconds_to_reach(curve, target):
 
 def run_model(model_name, data, args):
     parser = cli.build_parser()
+    extra = shlex.split(args.transformer_flags) if model_name == "transformer" else []
     task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
-                                   str(args.epochs), "--batch-size", str(args.batch_size)])
+                                   str(args.epochs), "--batch-size", str(args.batch_size),
+                                   *extra])
     keras.utils.set_random_seed(args.seed)
     config, model = task.build_model(task_args, data)
     x, y, w = task.to_arrays(data, data["splits"]["train"])
@@ -99,7 +102,8 @@ def run_model(model_name, data, args):
     return {
         "model": model_name,
         "parameters": parameters,
-        "learning_rate": task.DEFAULT_LEARNING_RATE,
+        "learning_rate": task_args.learning_rate or task.DEFAULT_LEARNING_RATE,
+        "flags": extra,
         "warmup_and_cosine": model_name == "transformer",
         "jit_compile": bool(model.jit_compile),
         "train_seconds": clock.seconds,
@@ -120,6 +124,12 @@ def main(argv=None):
     parser.add_argument("--target", type=float, default=0.995, help="exact match to reach")
     parser.add_argument("--models", default="rnn,transformer")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--transformer-flags",
+        default="",
+        help="`keras-attn train translator` flags for the Transformer, e.g. "
+        "\"--rope-max-wavelength 0\" (an ablation)",
+    )
     parser.add_argument("--output", default=default_path("transformer_vs_rnn"))
     args = parser.parse_args(argv)
     for name in ("epochs", "batch_size", "train_size", "eval_size", "eval_every"):

@@ -37,9 +37,7 @@ class TransformerConfig:
     num_layers: int = 2
     feedforward_dim: int = 256
     dropout: float = 0.0
-    # The sinusoids' longest wavelength. The paper's 10000 suits long text; on
-    # the date corpus (≤ 40 characters) 100 separates neighbouring positions
-    # better (see the `--max-wavelength` flag of the translator task).
+    # The sinusoids' longest wavelength (the paper's 10000).
     max_wavelength: float = 10000.0
     # If set, every attention also rotates its queries and keys by position
     # (RoPE, Su et al. 2021) with this longest wavelength.

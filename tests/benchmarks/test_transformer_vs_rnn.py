@@ -25,9 +25,11 @@ def test_seconds_to_reach_takes_the_first_evaluation_at_the_target():
 def test_a_tiny_run_writes_a_curve_per_model(tmp_path):
     path = str(tmp_path / "result.json")
     transformer_vs_rnn.main(["--train-size", "256", "--eval-size", "8", "--eval-every", "2",
-                             "--epochs", "1", "--output", path])
+                             "--epochs", "1", "--transformer-flags=--num-layers 1",
+                             "--output", path])
     runs = json.load(open(path))["runs"]
     assert [r["model"] for r in runs] == ["rnn", "transformer"]
+    assert runs[0]["flags"] == [] and runs[1]["flags"] == ["--num-layers", "1"]
     for run in runs:
         curve = run["curve"]
         assert [p["batches"] for p in curve] == [2, 4]  # 256 pairs / batch 64
