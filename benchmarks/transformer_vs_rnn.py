@@ -4,19 +4,23 @@
 
 Both models train on the translator task's built-in data (`keras-attn train
 translator`'s defaults: 20,000 dates, batch 64), with the task's default sizes,
-learning rates (the Transformer's warm-up and cosine schedule) and
-`jit_compile` for `--model rnn` (Bahdanau GRU) and `--model transformer`. Every `--eval-every` batches the training clock stops and
+learning rates (the Transformer's warm-up and decay) and `jit_compile` for
+`--model rnn` (Bahdanau GRU) and `--model transformer`, once per `--seeds`
+entry (which sets the data split, the initial weights and the batch order).
+Every `--eval-every` batches the training clock stops and
 greedy decoding is scored on `--eval-size` held-out dates (exact match). The clock
 counts everything `model.fit` spends on training, first-step compilation
 included, and nothing of the evaluations.
 
 Printed: exact match at each evaluation against training seconds, the seconds
-each model needed to reach `--target` (the translator's 99.5 % bar), and the
-training throughput in target tokens per second. Any backend; the figures in
+each model needed to reach `--target` (the translator's 99.5 % bar), the
+training throughput in target tokens per second, and with several seeds the
+median over seeds of the seconds to the target. Any backend; the figures in
 the README are from the TensorFlow backend on CPU.
 """
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -71,13 +75,26 @@ def seconds_to_reach(curve, target):
     return next((p["train_seconds"] for p in curve if p["exact_match"] >= target), None)
 
 
-def run_model(model_name, data, args):
+def median_seconds_to_target(runs):
+    """Per model, the median over its runs of the seconds to the target; a run
+    that never got there counts as slower than any other (`None` if the median is one)."""
+    medians = {}
+    for model in dict.fromkeys(run["model"] for run in runs):
+        reached = sorted(run["seconds_to_target"] if run["seconds_to_target"] is not None
+                         else math.inf for run in runs if run["model"] == model)
+        middle = len(reached) // 2
+        value = reached[middle] if len(reached) % 2 else (reached[middle - 1] + reached[middle]) / 2
+        medians[model] = None if math.isinf(value) else value
+    return medians
+
+
+def run_model(model_name, data, args, seed):
     parser = cli.build_parser()
     extra = shlex.split(args.transformer_flags) if model_name == "transformer" else []
     task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
                                    str(args.epochs), "--batch-size", str(args.batch_size),
                                    *extra])
-    keras.utils.set_random_seed(args.seed)
+    keras.utils.set_random_seed(seed)
     config, model = task.build_model(task_args, data)
     x, y, w = task.to_arrays(data, data["splits"]["train"])
     compile_translator(model, learning_rate=task.learning_rate(task_args, len(y)),
@@ -95,16 +112,17 @@ def run_model(model_name, data, args):
 
     clock = QualityClock(args.eval_every, evaluate)
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
-    print(f"{model_name}: {parameters:,} parameters")
+    print(f"{model_name}, seed {seed}: {parameters:,} parameters")
     model.fit(x, y, sample_weight=w, batch_size=args.batch_size, epochs=args.epochs,
               callbacks=[clock], verbose=0)
     tokens = float(w.sum()) * args.epochs
     return {
         "model": model_name,
+        "seed": seed,
         "parameters": parameters,
         "learning_rate": task_args.learning_rate or task.DEFAULT_LEARNING_RATE,
         "flags": extra,
-        "warmup_and_cosine": model_name == "transformer",
+        "schedule": task_args.schedule if model_name == "transformer" else "constant",
         "jit_compile": bool(model.jit_compile),
         "train_seconds": clock.seconds,
         "tokens_per_second": tokens / clock.seconds,
@@ -123,7 +141,7 @@ def main(argv=None):
     parser.add_argument("--eval-every", type=int, default=50, help="batches between scores")
     parser.add_argument("--target", type=float, default=0.995, help="exact match to reach")
     parser.add_argument("--models", default="rnn,transformer")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run of each model per seed")
     parser.add_argument(
         "--transformer-flags",
         default="",
@@ -139,22 +157,32 @@ def main(argv=None):
     unknown = sorted(set(models) - set(task.EXPORT_NAMES))
     if unknown:
         parser.error(f"--models: unknown {unknown}; expected names from {sorted(task.EXPORT_NAMES)}")
-    data_args = cli.build_parser().parse_args(
-        ["train", "translator", "--train-size", str(args.train_size),
-         "--test-size", str(args.eval_size), "--seed", str(args.seed)]
-    )
-    data = task.load_data(data_args)
-    runs = [run_model(name, data, args) for name in models]
+    try:
+        seeds = [int(x) for x in args.seeds.split(",")]
+    except ValueError:
+        parser.error(f"--seeds must be comma-separated integers; received {args.seeds!r}")
+    runs = []
+    for seed in seeds:
+        data_args = cli.build_parser().parse_args(
+            ["train", "translator", "--train-size", str(args.train_size),
+             "--test-size", str(args.eval_size), "--seed", str(seed)]
+        )
+        data = task.load_data(data_args)
+        runs += [run_model(name, data, args, seed) for name in models]
 
     print(f"\nexact match on {args.eval_size} held-out dates, by training seconds "
           f"(backend {keras.backend.backend()}, {os.cpu_count()} CPUs)")
-    print(f"{'model':<13}{'params':>9}{'jit':>7}{'tokens/s':>10}{'s to ' + format(args.target, '.1%'):>12}"
-          f"{'final':>9}")
+    print(f"{'model':<13}{'seed':>5}{'params':>9}{'jit':>7}{'tokens/s':>10}"
+          f"{'s to ' + format(args.target, '.1%'):>12}{'final':>9}")
     for run in runs:
         reach = run["seconds_to_target"]
-        print(f"{run['model']:<13}{run['parameters']:>9,}{str(run['jit_compile']):>7}"
+        print(f"{run['model']:<13}{run['seed']:>5}{run['parameters']:>9,}{str(run['jit_compile']):>7}"
               f"{run['tokens_per_second']:>10.0f}{'never' if reach is None else f'{reach:.1f}':>12}"
               f"{100 * run['final_exact_match']:>8.2f}%")
+    medians = median_seconds_to_target(runs)
+    if len(seeds) > 1:
+        print(f"median over {len(seeds)} seeds of the seconds to {args.target:.1%}: "
+              + ", ".join(f"{m} {'never' if v is None else f'{v:.1f}'}" for m, v in medians.items()))
     result = {
         "benchmark": "transformer_vs_rnn",
         "backend": keras.backend.backend(),
@@ -162,6 +190,7 @@ def main(argv=None):
         "cpus": os.cpu_count(),
         "config": vars(args),
         "runs": runs,
+        "median_seconds_to_target": medians,
     }
     return write_results(result, args.output)
 

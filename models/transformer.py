@@ -34,7 +34,7 @@ class TransformerConfig:
     max_target_length: int  # with [START] / [END]
     model_dim: int = 64
     num_heads: int = 4
-    num_layers: int = 2
+    num_layers: int = 1
     feedforward_dim: int = 256
     dropout: float = 0.0
     # The sinusoids' longest wavelength (the paper's 10000).

@@ -25,11 +25,16 @@ def test_seconds_to_reach_takes_the_first_evaluation_at_the_target():
 def test_a_tiny_run_writes_a_curve_per_model(tmp_path):
     path = str(tmp_path / "result.json")
     transformer_vs_rnn.main(["--train-size", "256", "--eval-size", "8", "--eval-every", "2",
-                             "--epochs", "1", "--transformer-flags=--num-layers 1",
-                             "--output", path])
-    runs = json.load(open(path))["runs"]
-    assert [r["model"] for r in runs] == ["rnn", "transformer"]
-    assert runs[0]["flags"] == [] and runs[1]["flags"] == ["--num-layers", "1"]
+                             "--epochs", "1", "--transformer-flags=--model-dim 32",
+                             "--seeds", "3,4", "--output", path])
+    result = json.load(open(path))
+    runs = result["runs"]
+    assert [(r["model"], r["seed"]) for r in runs] == [
+        ("rnn", 3), ("transformer", 3), ("rnn", 4), ("transformer", 4)
+    ]
+    assert runs[0]["flags"] == [] and runs[1]["flags"] == ["--model-dim", "32"]
+    assert runs[0]["schedule"] == "constant" and runs[1]["schedule"] == "inverse-sqrt"
+    assert set(result["median_seconds_to_target"]) == {"rnn", "transformer"}
     for run in runs:
         curve = run["curve"]
         assert [p["batches"] for p in curve] == [2, 4]  # 256 pairs / batch 64
@@ -38,8 +43,19 @@ def test_a_tiny_run_writes_a_curve_per_model(tmp_path):
         assert run["tokens_per_second"] > 0 and run["parameters"] > 10_000
 
 
+def test_median_seconds_to_target_counts_a_run_that_never_reached_it_as_slowest():
+    runs = [{"model": "rnn", "seconds_to_target": t} for t in (3.0, None, 1.0)]
+    runs += [{"model": "transformer", "seconds_to_target": t} for t in (None, None, 2.0)]
+    runs += [{"model": "even", "seconds_to_target": t} for t in (4.0, 2.0)]
+    assert transformer_vs_rnn.median_seconds_to_target(runs) == {
+        "rnn": 3.0, "transformer": None, "even": 3.0
+    }
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(SystemExit):
         transformer_vs_rnn.main(["--models", "rnn,lstm"])
     with pytest.raises(SystemExit):
         transformer_vs_rnn.main(["--eval-every", "0"])
+    with pytest.raises(SystemExit):
+        transformer_vs_rnn.main(["--seeds", "0,one"])

@@ -132,7 +132,7 @@ def test_dropout_flag_is_a_probability(capsys):
     assert "argument --dropout: must be a number in [0, 1); received 1.5" in capsys.readouterr().err
 
 
-def test_transformer_learning_rate_warms_up_then_decays_to_zero():
+def test_transformer_cosine_schedule_warms_up_then_decays_to_zero():
     from keras import ops
 
     from training.tasks.translator import learning_rate
@@ -140,13 +140,31 @@ def test_transformer_learning_rate_warms_up_then_decays_to_zero():
     parse = cli.build_parser().parse_args
     base = ["train", "translator", "--epochs", "2", "--batch-size", "10"]
     assert learning_rate(parse(base), 95) == 3e-3  # the RNN's constant rate
-    schedule = learning_rate(parse([*base, "--model", "transformer", "--warmup-steps", "5"]), 95)
+    cosine = [*base, "--model", "transformer", "--schedule", "cosine"]
+    schedule = learning_rate(parse([*cosine, "--warmup-steps", "5"]), 95)
     rates = [float(ops.convert_to_numpy(schedule(step))) for step in (0, 5, 12, 20)]
     # 95 pairs in batches of 10: 10 steps an epoch, 20 in all; peak after 5, zero at 20.
     assert rates[0] == 0.0 and rates[1] == pytest.approx(3e-3)
     assert 0 < rates[2] < 3e-3 and rates[3] == pytest.approx(0.0, abs=1e-9)
-    short = learning_rate(parse([*base, "--model", "transformer", "--warmup-steps", "500"]), 15)
+    short = learning_rate(parse([*cosine, "--warmup-steps", "500"]), 15)
     # 4 steps in all: the warm-up is cut to 3, so the cosine still ends at zero on step 4.
     short_rates = [float(ops.convert_to_numpy(short(step))) for step in (0, 3, 4)]
     assert short_rates[0] == 0.0 and short_rates[1] == pytest.approx(3e-3)
     assert short_rates[2] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_transformer_default_schedule_is_the_inverse_square_root_of_the_step():
+    from keras import ops
+
+    from models.schedules import InverseSquareRootDecay
+    from training.tasks.translator import learning_rate
+
+    parse = cli.build_parser().parse_args
+    base = ["train", "translator", "--model", "transformer", "--learning-rate", "2e-3"]
+    schedule = learning_rate(parse([*base, "--warmup-steps", "10"]), 95)
+    assert isinstance(schedule, InverseSquareRootDecay)
+    rates = [float(ops.convert_to_numpy(schedule(step))) for step in (4, 9, 39)]
+    assert rates == pytest.approx([1e-3, 2e-3, 1e-3])  # half-way up, the peak, √(10/40)
+    no_warmup = learning_rate(parse([*base, "--warmup-steps", "0"]), 95)
+    assert float(ops.convert_to_numpy(no_warmup(0))) == pytest.approx(2e-3)
+    assert learning_rate(parse([*base, "--schedule", "constant"]), 95) == 2e-3
