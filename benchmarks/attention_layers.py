@@ -111,8 +111,9 @@ def computation(step_call, jit):
     Without jit: how many ops of each type and output shapes its TensorFlow graph
     holds (bookkeeping ops aside). With jit: the lines of XLA's optimised HLO
     module, fusion bodies included, without instruction names, source metadata
-    or order. Two steps with equal values run the same operations on tensors of
-    the same shapes, so a gap between their times is the machine's noise.
+    or order. Neither keeps which operation feeds which; what equal values do
+    show is that two steps run the same operations on tensors of the same
+    shapes, so a gap between their times is the machine's noise.
     """
     step, inputs = step_call.func, step_call.args
     if not jit:
