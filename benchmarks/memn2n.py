@@ -44,16 +44,15 @@ def _backend():
 
 
 def _task_args(extra):
-    from training.tasks import memn2n
+    from keras_attn.training import cli
 
-    parser = argparse.ArgumentParser()
-    memn2n.add_arguments(parser)
-    return parser.parse_args(["--quiet", "--no-export", "--no-tensorboard", *extra])
+    return cli.build_parser().parse_args(
+        ["train", "memn2n", "--quiet", "--no-export", "--no-tensorboard", *extra])
 
 
 def _splits(data_dir, tasks):
     """Per task: train / validation / test (real, or a stand-in held out of train)."""
-    from training.data import babi
+    from keras_attn.training.tasks.memn2n import babi
 
     files = babi.find_task_files(data_dir)
     out = {}
@@ -74,12 +73,12 @@ def one_run(job):
     """Trains one model; returns its validation and test figures (in a worker)."""
     os.environ["KERAS_BACKEND"] = job["backend"]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from training.data import babi
-    from training.runtime import set_seed
-    from training.tasks import memn2n
+    from keras_attn.training import runner, tasks
+    from keras_attn.training.tasks.memn2n import babi
+    from keras_attn.training.tasks.memn2n import task as memn2n
 
     args = _task_args(["--seed", str(job["seed"]), *job["flags"]])
-    set_seed(job["seed"])
+    runner.set_seed(job["seed"])
     splits = {"train": [], "validation": [], "test": []}
     for task in job["tasks"]:
         for part in splits:
@@ -93,13 +92,19 @@ def one_run(job):
         "answer_ids": sorted({vocab.index[babi.normalize_answer(q.answer)]
                               for q in splits["train"]}),
     }
-    model, meta, schedule, history, seconds = memn2n.fit_model(args, data)
-    validation = memn2n.figures(model, vocab, meta, splits["validation"])
-    test = memn2n.figures(model, vocab, meta, splits["test"])
+    task = tasks.get("memn2n")
+    config, model = task.build_model(args, data, runner.resolve_jit(task, args.jit))
+    callbacks = task.callbacks(model, data, args)
+    start = time.time()
+    record = task.fit(model, data, args, callbacks, verbose=0)
+    seconds = time.time() - start
+    settings = task.settings(args, data, config)
+    validation = memn2n.figures(model, vocab, settings, splits["validation"])
+    test = memn2n.figures(model, vocab, settings, splits["test"])
     return {
         "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
-        "linear_start_epochs": schedule.softmax_epoch,
-        "train_accuracy": float(history.history["accuracy"][-1]),
+        "linear_start_epochs": task.schedule.softmax_epoch,
+        "train_accuracy": float(record["records"]["history"]["accuracy"][-1]),
         "validation": validation, "test": test,
     }
 
@@ -122,7 +127,7 @@ def main():
 
     from results_io import default_path, write_results
 
-    from training.data import babi
+    from keras_attn.training.tasks.memn2n import babi
 
     # 1. The loader check: every line of every file.
     files = babi.find_task_files(args.data_dir)

@@ -64,30 +64,27 @@ def _backend():
 
 
 def task_args(task_name, extra):
-    from training.tasks import ntm
+    from keras_attn.training import cli
 
-    parser = argparse.ArgumentParser()
-    ntm.add_arguments(parser, task_name)
-    return parser.parse_args(["--quiet", "--no-export", *extra])
+    return cli.build_parser().parse_args(["train", task_name, "--quiet", "--no-export", *extra])
 
 
 def one_run(job):
     """Trains one model; returns its curve and figures (in a worker)."""
     os.environ["KERAS_BACKEND"] = job["backend"]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+    import keras_attn.training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
 
-    import keras
 
-    from training.runtime import set_seed
-    from training.tasks import ntm
+    from keras_attn.training import runner, tasks
+    from keras_attn.training.tasks.ntm import task as ntm
 
     name = f"{job['model']}-{job['task']}"
-    if job.get("mixed_precision"):
-        keras.config.set_dtype_policy("mixed_float16")
-    args = task_args(name, ["--seed", str(job["seed"]), *job["flags"]])
-    set_seed(job["seed"])
-    model, _, monitor, seconds = ntm.fit_model(ntm.TASKS[name], args)
+    mixed = ["--mixed-precision"] if job.get("mixed_precision") else []
+    args = task_args(name, ["--seed", str(job["seed"]), *mixed, *job["flags"]])
+    bit_task = tasks.get(name)
+    _, _, model, record = runner.fit_in_process(bit_task, args)
+    monitor, seconds = bit_task.monitor, record["seconds"]
     curve = monitor.curve
     result = {"task": job["task"], "seed": job["seed"], "seconds": round(seconds, 1),
               "sequences": curve[-1]["sequences"] if curve else 0,
@@ -96,7 +93,7 @@ def one_run(job):
     final = curve[-1]["validation_bit_errors"] if curve else float("nan")
     result["diverged"] = bool(monitor.diverged or (monitor.converged_at and final > 1.0))
     if job.get("test_sequences"):
-        result["test"] = ntm.figures(model, ntm.TASKS[name], job["seed"], job["test_sequences"])
+        result["test"] = ntm.figures(model, ntm.SPECS[name], job["seed"], job["test_sequences"])
     return result
 
 
@@ -179,7 +176,7 @@ def main():
         print()
         print_curve(main_run)
         print(f"test, {args.test_sequences} fresh sequences per setting:")
-        from training.tasks.ntm import print_figures
+        from keras_attn.training.tasks.ntm.task import print_figures
 
         print_figures(main_run["test"])
         print(f"  anchor: {PAPER[f'{args.model}-{task}']}")

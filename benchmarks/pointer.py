@@ -4,7 +4,7 @@
                                  [--runs-dir runs]
 
 Without `--runs-dir`, each task trains with its CLI defaults (the
-`keras-attn train pointer-<task>` function, `fit_model`), then is tested. With
+`keras-attn train pointer-<task>` code path, `runner.fit_in_process`), then is tested. With
 `--runs-dir DIR`, the runs that `keras-attn train pointer-<task>` left in
 `DIR/pointer-<task>/` are tested instead, and their budget and training time
 come from their `meta.json`. Either way the test sets are fresh instances of one
@@ -53,11 +53,9 @@ PAPER = {
 
 
 def task_args(name, extra=()):
-    from training.tasks import pointer
+    from keras_attn.training import cli
 
-    parser = argparse.ArgumentParser()
-    pointer.add_arguments(parser, name)
-    return parser.parse_args(["--quiet", "--no-export", *extra])
+    return cli.build_parser().parse_args(["train", name, "--quiet", "--no-export", *extra])
 
 
 def best_decoder(by_decoder):
@@ -85,40 +83,50 @@ def check_targets(task, figures):
 
 
 def run_task(task, args):
-    from training.tasks import pointer
+    import keras
+
+    from keras_attn.training import runner, tasks
+    from keras_attn.training.task import RunMeta
+    from keras_attn.training.tasks.pointer import task as pointer
 
     name = f"pointer-{task}"
-    spec = pointer.TASKS[name]
+    spec = pointer.SPECS[name]
     if args.runs_dir:
         run_dir = os.path.join(args.runs_dir, name)
-        model, meta = pointer.load_run(run_dir)
+        meta, model, _, _ = runner.load_run(run_dir)
         with open(os.path.join(run_dir, "history.json")) as f:
             history = json.load(f)
-        seconds = meta.get("train_seconds")
     else:
-        from training.runtime import set_seed
-
         flags = task_args(name)
-        set_seed(flags.seed)
-        model, meta, history, seconds = pointer.fit_model(spec, flags)
-    sizes = tuple(meta.get("test_sizes", spec.test_sizes))
+        pointer_task = tasks.get(name)
+        data, config, model, record = runner.fit_in_process(pointer_task, flags)
+        history = record["records"]["history"]
+        meta = RunMeta(task=name, name=name, config=runner.config_dict(config),
+                       settings=pointer_task.settings(flags, data, config), data={},
+                       training={"backend": keras.backend.backend(), "seconds": record["seconds"],
+                                 "batch_size": flags.batch_size, "epochs": record["epochs"]})
+    settings, seconds = meta.settings, meta.training.get("seconds")
+    sizes = tuple(settings.get("test_sizes", spec.test_sizes))
     start = time.time()
-    beam_width = int(meta["beam_width"])
+    beam_width = int(settings["beam_width"])
     if beam_width == 1 and args.beam_width:
         beam_width = args.beam_width
-    figures = pointer.figures(model, spec, int(meta["seed"]), args.test_instances, sizes,
+    figures = pointer.figures(model, spec, int(settings["seed"]), args.test_instances, sizes,
                               beam_width)
-    budget = {k: meta.get(k) for k in ("backend", "train_instances", "epochs", "batch_size",
-                                       "learning_rate", "train_sizes", "encoder", "units",
-                                       "encoder_layers", "glimpses", "beam_width")}
-    budget["steps"] = meta["epochs"] * -(-meta["train_instances"] // meta["batch_size"])
+    budget = {"backend": meta.training.get("backend"), "epochs": meta.training.get("epochs"),
+              "batch_size": meta.training.get("batch_size"),
+              **{k: settings.get(k) for k in ("train_instances", "learning_rate",
+                                               "train_sizes", "beam_width")},
+              **{k: meta.config.get(k) for k in ("encoder", "units", "encoder_layers",
+                                                  "glimpses")}}
+    budget["steps"] = budget["epochs"] * -(-budget["train_instances"] // budget["batch_size"])
     return {"task": task, "budget": budget, "train_seconds": seconds,
             "test_seconds": time.time() - start, "history": history, "figures": figures,
             "targets": check_targets(task, figures)}
 
 
 def print_task(result):
-    from training.tasks.pointer import print_figures
+    from keras_attn.training.tasks.pointer.task import print_figures
 
     budget = result["budget"]
     print(f"\npointer-{result['task']}: {budget['train_instances']} instances × "
@@ -150,7 +158,7 @@ def main():
                         help="keep the other tasks already in the output file")
     args = parser.parse_args()
 
-    import training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+    import keras_attn.training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
 
     import keras
     from results_io import default_path, write_results

@@ -30,7 +30,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import training  # noqa: E402, F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+import keras_attn.training  # noqa: E402, F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -38,9 +38,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_io import default_path, write_results  # noqa: E402
 
-from models.translator import compile_translator  # noqa: E402
-from training import cli  # noqa: E402
-from training.tasks import translator as task  # noqa: E402
+from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
+from keras_attn.training import cli  # noqa: E402
+from keras_attn.training.tasks.translator import task  # noqa: E402
 
 
 class QualityClock(keras.callbacks.Callback):
@@ -94,15 +94,16 @@ def run_model(model_name, data, args, seed):
     task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
                                    str(args.epochs), "--batch-size", str(args.batch_size),
                                    *extra])
+    task.resolve_defaults(task_args)
     keras.utils.set_random_seed(seed)
     config, model = task.build_model(task_args, data)
-    x, y, w = task.to_arrays(data, data["splits"]["train"])
-    compile_translator(model, learning_rate=task.learning_rate(task_args, len(y)),
+    initialize_output_bias(model, task.target_token_counts(data))
+    batches, _ = task.datasets(data, args.batch_size, seed, task_args.sort_window)
+    compile_translator(model, learning_rate=task.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
     held_out = data["splits"]["test"][: args.eval_size]
     sources, references = [s for s, _ in held_out], [t for _, t in held_out]
-    meta = {"max_source_length": data["max_source_length"],
-            "max_target_length": data["max_target_length"]}
+    meta = task.run_settings(task_args, data)
 
     def evaluate(model):
         hypotheses = task.translate_texts(
@@ -113,9 +114,8 @@ def run_model(model_name, data, args, seed):
     clock = QualityClock(args.eval_every, evaluate)
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     print(f"{model_name}, seed {seed}: {parameters:,} parameters")
-    model.fit(x, y, sample_weight=w, batch_size=args.batch_size, epochs=args.epochs,
-              callbacks=[clock], verbose=0)
-    tokens = float(w.sum()) * args.epochs
+    model.fit(batches, epochs=args.epochs, callbacks=[clock], verbose=0)
+    tokens = float(sum(len(t) + 1 for t in data["train_ids"][1])) * args.epochs
     return {
         "model": model_name,
         "seed": seed,
@@ -154,9 +154,9 @@ def main(argv=None):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1; received {getattr(args, name)}")
     models = args.models.split(",")
-    unknown = sorted(set(models) - set(task.EXPORT_NAMES))
+    unknown = sorted(set(models) - set(task.MODEL_NAMES))
     if unknown:
-        parser.error(f"--models: unknown {unknown}; expected names from {sorted(task.EXPORT_NAMES)}")
+        parser.error(f"--models: unknown {unknown}; expected names from {sorted(task.MODEL_NAMES)}")
     try:
         seeds = [int(x) for x in args.seeds.split(",")]
     except ValueError:
@@ -167,6 +167,7 @@ def main(argv=None):
             ["train", "translator", "--train-size", str(args.train_size),
              "--test-size", str(args.eval_size), "--seed", str(seed)]
         )
+        task.resolve_defaults(data_args)
         data = task.load_data(data_args)
         runs += [run_model(name, data, args, seed) for name in models]
 

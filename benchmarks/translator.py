@@ -27,16 +27,16 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import training  # noqa: E402, F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
+import keras_attn.training  # noqa: E402, F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
 
 import keras  # noqa: E402
 from keras import ops  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_io import default_path, write_results  # noqa: E402
 
-from models import translator as T  # noqa: E402
-from training.data.dates import date_splits  # noqa: E402
-from training.text import Vocabulary, encode_batch  # noqa: E402
+from keras_attn.models import translator as T  # noqa: E402
+from keras_attn.training.tasks.translator.dates import date_splits  # noqa: E402
+from keras_attn.training.text import Vocabulary, encode_batch  # noqa: E402
 
 
 class TutorialAttentionCell(keras.layers.Layer):
@@ -179,7 +179,8 @@ def main(argv=None):
 
     import tensorflow as tf
 
-    from training.export import export_translator
+    from keras_attn.training.export import write_version
+    from keras_attn.training.tasks.translator.export import archive
 
     config = T.TranslatorConfig(len(source_vocab), len(target_vocab), ls, lt)
     model = T.build_translator(config)
@@ -188,9 +189,10 @@ def main(argv=None):
     print(f"\nSavedModel latency, ms (p50 / p99 over {args.calls} calls)")
     with tempfile.TemporaryDirectory() as root:
         for beam in (1, 4):
-            meta = {"max_source_length": ls, "max_target_length": lt, "beam_width": beam,
-                    "preprocess": {"level": "char"}, "kind": "dates"}
-            path = export_translator(model, source_vocab, target_vocab, meta, root, f"beam{beam}")
+            settings = {"max_source_length": ls, "max_target_length": lt, "beam_width": beam,
+                        "length_penalty": 0.0, "preprocess": {"level": "char"}, "kind": "dates"}
+            path = write_version(os.path.join(root, f"beam{beam}"),
+                                 archive(model, source_vocab, target_vocab, settings))
             serve = tf.saved_model.load(path).signatures["serving_default"]
             for batch in (1, 64):
                 p50, p99 = latency(serve, (texts * 64)[:batch], args.calls)

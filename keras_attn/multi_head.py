@@ -53,9 +53,22 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask: forbid query `i` from attending to keys `j > i`.
         return_attention_scores: also return the weights `(B, num_heads, Tq, Tk)`.
         training: whether dropout is active.
+        cache: optional `(B, 2, num_heads, T_cache, dim)` projected keys and values
+            (from `compute_cache`, or zeros), for incremental decoding as
+            keras-hub's `CachedMultiHeadAttention`. Without `cache_update_index`
+            the query attends to the cache as it is (`key`/`value` are not read:
+            the encoder memory of cross-attention, projected once).
+        cache_update_index: with `cache`, the position of the first query: the
+            keys and values of `key`/`value` are written into the cache there,
+            RoPE rotates by absolute position, and `use_causal_mask` hides the
+            slots after each query's own position. Every shape stays fixed, so
+            a decoding loop (and beam search's reordering) keeps static shapes.
+        query_start_index: with a `cache` used as it is, the position of the
+            first query, for RoPE (default 0).
 
     Returns:
-        `(B, Tq, output_shape)`, and the weights when asked.
+        `(B, Tq, output_shape)`, then the weights when asked, then the updated
+        cache when one was given.
 
     Example:
 
@@ -173,7 +186,15 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask=False,
         return_attention_scores=False,
         training=None,
+        cache=None,
+        cache_update_index=None,
+        query_start_index=0,
     ):
+        if cache is not None:
+            return self._call_cached(
+                query, value, key, mask, cache, cache_update_index, query_start_index,
+                use_causal_mask, attention_bias, return_attention_scores, training,
+            )
         self._check_shapes(query.shape, value.shape, None if key is None else key.shape)
         _validation.check_dtype("floating", self.name, query=query, value=value, key=key)
         if key is None:
@@ -202,20 +223,79 @@ class MultiHeadAttention(keras.layers.Layer):
             return_attention_scores,
             training,
         )
-        if self.use_output_projection:
-            output = self.output_dense(context)
-        else:
-            batch, _, length, _ = ops.shape(context)
-            output = ops.reshape(
-                ops.transpose(context, (0, 2, 1, 3)),
-                (batch, length, self.num_heads * self.value_dim),
-            )
+        output = self._output(context)
         if return_attention_scores:
             return output, weights
         return output
 
+    def _output(self, context):
+        if self.use_output_projection:
+            return self.output_dense(context)
+        batch, _, length, _ = ops.shape(context)
+        return ops.reshape(
+            ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.num_heads * self.value_dim)
+        )
+
+    def compute_cache(self, value, key=None, start_index=0):
+        """Projected (and, with RoPE, rotated) keys and values `(B, 2, heads, T, dim)`.
+
+        The cache of a fixed memory (cross-attention over the encoder output),
+        computed once per sequence. `key_dim` must equal `value_dim`.
+        """
+        if self.key_dim != self.value_dim:
+            raise ValueError(
+                f"{self.name}: a key/value cache needs `key_dim == value_dim`; received "
+                f"{self.key_dim} and {self.value_dim}."
+            )
+        k = self.key_dense(value if key is None else key)
+        v = self.value_dense(value)
+        if self.rotary is not None:
+            k = self.rotary(k, start_index=start_index)
+        return ops.stack([k, v], axis=1)
+
+    def _call_cached(
+        self, query, value, key, mask, cache, index, query_start, use_causal_mask,
+        attention_bias, return_attention_scores, training,
+    ):
+        if len(cache.shape) != 5 or cache.shape[1] != 2 or cache.shape[2] != self.num_heads:
+            raise ValueError(
+                f"{self.name}: `cache` must have shape (batch, 2, {self.num_heads}, length, "
+                f"{self.key_dim}); received shape {tuple(cache.shape)}."
+            )
+        if use_causal_mask and index is None:
+            raise ValueError(
+                f"{self.name}: `use_causal_mask` with a `cache` needs `cache_update_index`."
+            )
+        q = self.query_dense(query)
+        if index is not None:
+            new = self.compute_cache(value, key, start_index=index)
+            start = [0, 0, 0, ops.cast(index, "int32"), 0]
+            cache = ops.slice_update(cache, start, ops.cast(new, cache.dtype))
+            if self.rotary is not None:
+                q = self.rotary(q, start_index=index)
+        elif self.rotary is not None:
+            q = self.rotary(q, start_index=query_start)
+        k, v = cache[:, 0], cache[:, 1]
+        if use_causal_mask:
+            # Query i sits at position index + i and sees the slots up to it.
+            query_positions = ops.arange(ops.shape(q)[2], dtype="int32") + ops.cast(index, "int32")
+            slots = ops.arange(ops.shape(k)[2], dtype="int32")
+            causal = ops.expand_dims(slots, 0) <= ops.expand_dims(query_positions, 1)
+            causal = ops.broadcast_to(
+                ops.expand_dims(causal, 0), (ops.shape(q)[0], ops.shape(q)[2], ops.shape(k)[2])
+            )
+            mask = causal if mask is None else ops.logical_and(ops.cast(mask, "bool"), causal)
+        context, weights = self._attend(
+            q, k, v, dict(mask=mask, attention_bias=attention_bias),
+            return_attention_scores, training,
+        )
+        output = self._output(context)
+        if return_attention_scores:
+            return output, weights, cache
+        return output, cache
+
     def compute_output_spec(
-        self, query, value, key=None, return_attention_scores=False, **kwargs
+        self, query, value, key=None, return_attention_scores=False, cache=None, **kwargs
     ):
         # Stated, not traced: tracing with both batch and time unknown needs
         # reshapes that JAX's symbolic shapes cannot always resolve.
@@ -226,10 +306,14 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         dtype = self.compute_dtype
         output = keras.KerasTensor((query.shape[0], query.shape[1], features), dtype=dtype)
-        if not return_attention_scores:
-            return output
-        weights_shape = (query.shape[0], self.num_heads, query.shape[1], value.shape[1])
-        return output, keras.KerasTensor(weights_shape, dtype=dtype)
+        keys = value.shape[1] if cache is None else cache.shape[3]
+        weights_shape = (query.shape[0], self.num_heads, query.shape[1], keys)
+        outputs = [output]
+        if return_attention_scores:
+            outputs.append(keras.KerasTensor(weights_shape, dtype=dtype))
+        if cache is not None:
+            outputs.append(keras.KerasTensor(cache.shape, dtype=cache.dtype))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def compute_mask(self, query, previous_mask=None):
         # Not `previous_mask`: Keras sets that to an explicit `mask=` (over keys).

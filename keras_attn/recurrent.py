@@ -242,6 +242,54 @@ class AttentionWrapperCell(keras.layers.Layer):
         ]
         return output, new_states
 
+    @property
+    def parallel_over_time(self):
+        """Whether `call_sequence` can attend for every step at once: nothing that
+        attention produces feeds the next step (no input feeding, no monotonic
+        alignment)."""
+        return not self.input_feeding and not self._takes_previous_alignment
+
+    def call_sequence(self, inputs, states, training=None):
+        """The outputs `(B, T, output_size)` of a whole teacher-forced sequence.
+
+        The same as running `call` step by step inside `keras.layers.RNN`; when
+        `parallel_over_time`, the wrapped cell alone runs step by step and the
+        attention (and `W_c`) then takes all `T` queries in one batched call,
+        which leaves the sequential loop a plain RNN's (Luong et al. 2015's
+        global attention without input feeding).
+
+        Args:
+            inputs: `(B, T, d_in)` step inputs.
+            states: the list from `get_initial_state`.
+            training: whether dropout is active.
+        """
+        if not self.parallel_over_time:
+            return keras.layers.RNN(self, return_sequences=True)(
+                inputs, initial_state=list(states), training=training
+            )
+        n = self.num_cell_states
+        memory, keys, mask = states[n + 2 :]
+        # A fresh wrapper each call: it holds no weights (the cell has them), and
+        # tracking it as an attribute would give the cell a second path in saved files.
+        cell_outputs = keras.layers.RNN(self.cell, return_sequences=True)(
+            inputs, initial_state=list(states[:n]) if n > 1 else states[0], training=training
+        )
+        context = self.attention(
+            cell_outputs,
+            memory,
+            mask=ops.cast(mask, "bool"),
+            precomputed_keys=keys,
+            return_attention_scores=False,
+            training=training,
+        )
+        if self.attention_layer is None:
+            attention_vectors = context
+        else:
+            attention_vectors = self.attention_layer(
+                ops.concatenate([context, ops.cast(cell_outputs, context.dtype)], -1)
+            )
+        return attention_vectors if self.output_attention else cell_outputs
+
     def get_config(self):
         return {
             **super().get_config(),

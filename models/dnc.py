@@ -8,8 +8,8 @@ The same contract as `models/ntm.py` (whose cost, metric, compile step and
 import dataclasses
 
 from keras_attn.memory import DNCCell
-from models.config import check_integer_fields
-from models.ntm import bit_sequence_model
+from keras_attn.models.config import check_integer_fields
+from keras_attn.models.ntm import bit_sequence_model
 
 
 @dataclasses.dataclass

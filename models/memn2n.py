@@ -15,8 +15,8 @@ import keras
 from keras import ops
 
 from keras_attn.memory import MemN2N
-from models.compiling import compile_with_built_optimizer
-from models.config import check_integer_fields
+from keras_attn.models.compiling import compile_with_built_optimizer
+from keras_attn.models.config import check_integer_fields
 
 _PACKAGE = "keras_attn_models"
 
@@ -169,6 +169,16 @@ class MemN2NSchedule(keras.callbacks.Callback):
                 self.softmax_epoch = 0 if epoch == 0 else epoch
             rate = self.learning_rate * 0.5 ** ((epoch - self.softmax_epoch) // self.halve_every)
         self.model.optimizer.learning_rate.assign(rate)
+
+    def on_train_end(self, logs=None):
+        # A model still in linear start reads its memory with raw scores, not the
+        # softmax weights the paper's model (and every read-out of it) has.
+        if self._linear():
+            self._memory().softmax_enabled.assign(1.0)
+            if self.verbose:
+                print("training ended in linear start: the softmax is restored for the saved "
+                      f"model (train at least {self.max_linear_epochs} epochs for the paper's "
+                      "schedule)")
 
     def on_epoch_end(self, epoch, logs=None):
         if not self._linear():

@@ -13,8 +13,8 @@ import keras
 from keras import ops
 
 from keras_attn.memory import NTMCell
-from models.compiling import compile_with_built_optimizer
-from models.config import check_integer_fields
+from keras_attn.models.compiling import compile_with_built_optimizer
+from keras_attn.models.config import check_integer_fields
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")

@@ -33,8 +33,8 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation, decoding
-from models.compiling import compile_with_built_optimizer
-from models.config import check_integer_fields
+from keras_attn.models.compiling import compile_with_built_optimizer
+from keras_attn.models.config import check_integer_fields
 
 END, START = 0, 0
 ENCODERS = ("set", "lstm")

@@ -21,8 +21,8 @@ class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
     Example:
 
     >>> schedule = InverseSquareRootDecay(1e-3, warmup_steps=100)
-    >>> [round(float(schedule(s)), 6) for s in (0, 99, 399)]
-    [1e-05, 0.001, 0.0005]
+    >>> tuple(round(float(schedule(s)), 6) for s in (0, 99, 399))
+    (1e-05, 0.001, 0.0005)
     """
 
     def __init__(self, peak, warmup_steps):

@@ -20,8 +20,8 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation
-from models.config import check_integer_fields
-from models.translator import PAD_ID
+from keras_attn.models.config import check_integer_fields
+from keras_attn.models.translator import PAD_ID
 
 
 @dataclasses.dataclass
@@ -170,6 +170,28 @@ class TransformerDecoderBlock(_Block):
         x = x + self.residual_dropout(attended, training=training)
         return self._feedforward(x, training), weights
 
+    def step(self, x, memory_cache, memory_mask, self_cache, index, training=False):
+        """`call` for the tokens at positions `index…` with key/value caches.
+
+        `self_cache` holds the keys and values of the positions before (the
+        causal self-attention's), `memory_cache` those of the encoder memory
+        (`cross_attention.compute_cache(memory)`). Returns the output, the
+        cross-attention weights and the updated `self_cache`.
+        """
+        normed = self.self_attention_norm(x)
+        attended, self_cache = self.self_attention(
+            normed, normed, cache=self_cache, cache_update_index=index, use_causal_mask=True,
+            training=training,
+        )
+        x = x + attended
+        normed = self.cross_attention_norm(x)
+        # `value` is not read: the memory's keys and values are in the cache.
+        attended, weights, _ = self.cross_attention(
+            normed, normed, mask=memory_mask, cache=memory_cache, query_start_index=index,
+            return_attention_scores=True, training=training,
+        )
+        return self._feedforward(x + attended, training), weights, self_cache
+
     def compute_output_shape(self, inputs_shape, memory_shape, memory_mask_shape):
         return inputs_shape, (
             inputs_shape[0], self.num_heads, inputs_shape[1], memory_shape[1]
@@ -205,9 +227,9 @@ class _Stack(keras.layers.Layer):
         ]
         self.final_norm = keras.layers.LayerNormalization(name="final_norm")
 
-    def _embed(self, ids, training):
+    def _embed(self, ids, training, start_index=0):
         x = self.embedding(ids) * ops.cast(math.sqrt(self.model_dim), self.compute_dtype)
-        x = x + self.position_encoding(x)
+        x = x + self.position_encoding(x, start_index=start_index)
         return self.embedding_dropout(x, training=training)
 
     def _build_stack(self, ids_shape, *block_shapes):
@@ -253,16 +275,17 @@ class TransformerEncoder(_Stack):
 class TransformerDecoder(_Stack):
     """Teacher-forced logits over `target_in`, and `step` for decoding.
 
+    The arguments are `TransformerEncoder`'s, and:
+
     Args:
         max_length: the longest `target_in` (`max_target_length - 1`): the size of
-            the token buffer that `step` decodes in.
-        (the rest as `TransformerEncoder`).
+            the caches and buffer that `step` decodes in.
 
-    `step` runs the whole causal stack over the fixed-size buffer (the tokens so
-    far, then padding) and reads position `t`: `O(max_length)` work per token
-    instead of a key/value cache, which keeps every state's shape fixed, as
-    `keras_attn.decoding` and beam search's reordering need; at the translator's
-    lengths (≤ 12 tokens for dates) the recomputation is cheap.
+    `step` decodes with key/value caches of fixed size (`max_length` positions,
+    written at the step's index), so every state keeps its shape, as
+    `keras_attn.decoding` and beam search's reordering need; `step_recomputed`
+    reruns the causal stack over a buffer of the tokens so far instead (the
+    reference that `step` must equal).
     """
 
     block_class = TransformerDecoderBlock
@@ -294,7 +317,46 @@ class TransformerDecoder(_Stack):
         return self.output_projection(hidden)
 
     def initial_states(self, memory, memory_mask):
-        """Decoding states: the memory, its mask, the token buffer, the position."""
+        """Decoding states for `step`: the memory's mask, the position, and per
+        block the cross-attention's cache of the memory's keys and values (computed
+        once here) and a zero self-attention cache of `max_length` positions."""
+        batch = ops.shape(memory)[0]
+        memory_caches = [block.cross_attention.compute_cache(memory) for block in self.blocks]
+        head_dim = self.model_dim // self.num_heads
+        self_caches = [
+            ops.zeros((batch, 2, self.num_heads, self.max_length, head_dim), memory.dtype)
+            for _ in self.blocks
+        ]
+        return [memory_mask, ops.zeros((batch,), "int32"), *memory_caches, *self_caches]
+
+    def step(self, tokens, states, training=False):
+        """One step with key/value caches: `(logits (N, V), states, alignment (N, T_in))`.
+
+        `O(t)` work for the token at position `t`: its own keys and values are
+        computed and written into each block's fixed-size cache; the memory's were
+        computed once. The alignment is the last block's attention over the
+        memory, averaged over heads.
+        """
+        memory_mask, position = states[0], states[1]
+        layers = len(self.blocks)
+        memory_caches, self_caches = states[2 : 2 + layers], states[2 + layers :]
+        index = position[0]  # every row decodes the same step
+        x = self._embed(ops.expand_dims(ops.cast(tokens, "int32"), 1), training, index)
+        new_caches = []
+        for block, memory_cache, self_cache in zip(
+            self.blocks, memory_caches, self_caches, strict=True
+        ):
+            x, weights, self_cache = block.step(
+                x, memory_cache, memory_mask, self_cache, index, training=training
+            )
+            new_caches.append(self_cache)
+        logits = self.output_projection(self.final_norm(x)[:, 0])
+        alignment = ops.mean(ops.cast(weights[:, :, 0], "float32"), 1)
+        return logits, [memory_mask, position + 1, *memory_caches, *new_caches], alignment
+
+    def initial_states_recomputed(self, memory, memory_mask):
+        """States for `step_recomputed`: the memory, its mask, the token buffer, the
+        position."""
         batch = ops.shape(memory)[0]
         return [
             memory,
@@ -303,12 +365,9 @@ class TransformerDecoder(_Stack):
             ops.zeros((batch,), "int32"),
         ]
 
-    def step(self, tokens, states, training=False):
-        """One step: `(logits (N, V), states, alignment (N, T_in))`.
-
-        The alignment is the last block's attention over the memory, averaged
-        over heads.
-        """
+    def step_recomputed(self, tokens, states, training=False):
+        """One step without caches: the whole causal stack reruns over the buffer of
+        the tokens so far (`O(max_length)` positions a token); `step`'s reference."""
         memory, memory_mask, buffer, position = states
         at_position = ops.equal(
             ops.expand_dims(ops.arange(self.max_length, dtype="int32"), 0),

@@ -9,12 +9,13 @@ Token ids follow `training.text`: `[PAD]=0 [UNK]=1 [START]=2 [END]=3`.
 import dataclasses
 
 import keras
+import numpy as np
 from keras import ops
 
 import keras_attn
 from keras_attn import _validation, decoding
-from models.compiling import compile_with_built_optimizer
-from models.config import check_integer_fields
+from keras_attn.models.compiling import compile_with_built_optimizer
+from keras_attn.models.config import check_integer_fields
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic")
@@ -180,7 +181,11 @@ class TranslatorDecoder(keras.layers.Layer):
 
     def call(self, target_in, memory, source_mask, cell_states, training=None):
         states = self.initial_states(memory, source_mask, cell_states)
-        outputs = self.rnn(self.embedding(target_in), initial_state=states, training=training)
+        embedded = self.embedding(target_in)
+        if self.cell.parallel_over_time:
+            outputs = self.cell.call_sequence(embedded, states, training=training)
+        else:
+            outputs = self.rnn(embedded, initial_state=states, training=training)
         return self.output_projection(outputs)
 
     def step(self, tokens, states, training=False):
@@ -242,14 +247,53 @@ def build_translator(config):
 
 
 def compile_translator(model, learning_rate=3e-3, jit_compile="auto"):
-    """Masked cross-entropy (padding carries zero sample weight) and token accuracy."""
+    """Cross-entropy per real target token, and token accuracy.
+
+    Padding carries zero sample weight, and the loss is the weighted mean
+    (`reduction="mean_with_sample_weight"`: summed over tokens, divided by the
+    number of real ones), the per-token loss that NMT toolkits report. Keras's
+    default `sum_over_batch_size` would divide by every position, padded or not,
+    so the figure would shrink with the padding.
+    """
     return compile_with_built_optimizer(
         model,
         optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"
+        ),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
         jit_compile=jit_compile,
     )
+
+
+def initialize_output_bias(model, token_counts):
+    """Starts the decoder's output bias at the log-frequency of each target token.
+
+    With a zero bias, the first thing a model learns on real text is the
+    unigram distribution, and the easiest way to produce it is to drive the
+    hidden state feeding the logits to one constant vector: the translator's
+    `tanh` attentional layer saturated there within the first hundred steps
+    (|a_t| ≈ 1 everywhere, no gradient), and the model never left the unigram
+    (token accuracy 0.12 on Spanish → English). Starting the bias at
+    `log p(token)` (add-one smoothed) leaves the hidden state free to carry the
+    context. Works for `models.translator` and `models.transformer`.
+
+    Args:
+        model: a built translator or Transformer.
+        token_counts: `(target_vocab_size,)` counts of each id in the training
+            targets (`[END]` included, padding ignored).
+    """
+    layer = model.get_layer("decoder").output_projection
+    counts = np.asarray(token_counts, "float64")
+    if counts.shape != tuple(layer.bias.shape):
+        raise ValueError(
+            f"`token_counts` must have one count per target token, shape "
+            f"{tuple(layer.bias.shape)}; received shape {counts.shape}."
+        )
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise ValueError("`token_counts` must be finite and non-negative.")
+    counts = counts + 1.0
+    layer.bias.assign(np.log(counts / counts.sum()).astype(layer.bias.dtype))
 
 
 def generate(
@@ -259,8 +303,12 @@ def generate(
     beam_width=1,
     length_penalty=0.0,
     coverage_penalty=0.0,
+    use_cache=True,
 ):
     """Decodes `source` ids `(B, T_in)` with a trained translator or Transformer.
+
+    `use_cache=False` decodes a Transformer without its key/value caches
+    (`TransformerDecoder.step_recomputed`); the RNN has none.
 
     Returns `decoding.greedy_decode` / `beam_search`'s dict: `tokens`
     `(B, max_length)` (ending in `[END]`, then `[PAD]`), `scores`, `lengths`,
@@ -278,7 +326,9 @@ def generate(
     # Transformer's: each decoder starts from what its encoder returns.
     encoded = encoder(source, training=False)
     mask = encoded[1]
-    states = decoder.initial_states(*encoded)
+    step, states = decoder.step, decoder.initial_states(*encoded)
+    if not use_cache and hasattr(decoder, "step_recomputed"):
+        step, states = decoder.step_recomputed, decoder.initial_states_recomputed(*encoded)
     batch, length = ops.shape(source)[0], ops.shape(source)[1]
     common = dict(
         initial_states=states,
@@ -290,9 +340,9 @@ def generate(
         pad_token=PAD_ID,
     )
     if beam_width == 1:
-        return decoding.greedy_decode(decoder.step, **common)
+        return decoding.greedy_decode(step, **common)
     return decoding.beam_search(
-        decoder.step,
+        step,
         beam_width=beam_width,
         length_penalty_alpha=length_penalty,
         coverage_penalty_beta=coverage_penalty,

@@ -1,6 +1,6 @@
 import os
 
-import training  # noqa: F401  (TensorFlow's allocator setting, before Keras starts it)
+import keras_attn.training  # noqa: F401  (TensorFlow's allocator setting, before Keras starts it)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -36,10 +36,11 @@ class LinearAttention(MultiHeadAttention):
     A full `(B, Tq, Tk)` mask or an `attention_bias` would need the score matrix
     this layer never forms, and raise `ValueError`.
 
+    `num_heads`, `key_dim`, `value_dim`, `use_bias`, `output_shape`,
+    `use_output_projection`, `rope_max_wavelength`, `kernel_initializer` and
+    `bias_initializer` are `MultiHeadAttention`'s.
+
     Args:
-        num_heads, key_dim, value_dim, use_bias, output_shape,
-        use_output_projection, rope_max_wavelength, kernel_initializer,
-        bias_initializer: as `MultiHeadAttention`.
         feature_map: `"elu"` (`elu(x) + 1`, the paper's) or `"relu"`.
         chunk_size: steps per chunk of the causal computation.
         **kwargs: standard `keras.layers.Layer` arguments.

@@ -38,10 +38,11 @@ class SparseAttention(MultiHeadAttention):
     blocks, so time and memory grow as `T · (window + global + random)`, not
     `T²`; only the global tokens' own rows are dense.
 
+    `num_heads`, `key_dim`, `value_dim`, `dropout`, `use_bias`, `output_shape`,
+    `use_output_projection`, `rope_max_wavelength`, `kernel_initializer` and
+    `bias_initializer` are `MultiHeadAttention`'s.
+
     Args:
-        num_heads, key_dim, value_dim, dropout, use_bias, output_shape,
-        use_output_projection, rope_max_wavelength, kernel_initializer,
-        bias_initializer: as `MultiHeadAttention`.
         window: one-sided window width `w ≥ 1` (each query sees `2w + 1` keys).
         global_tokens: how many leading positions are global.
         random_blocks: random key blocks per query block.

@@ -1,4 +1,5 @@
-"""Every `>>>` example in a `keras_attn` docstring, and the README's Python, runs as shown.
+"""Every `>>>` example in a `keras_attn` docstring, and the Python of the README and of
+the documentation site, runs as shown.
 
 A user copies these first, on whichever backend they have, so they are run here
 on the test's backend (CI runs this file on TensorFlow and again on JAX). The
@@ -59,17 +60,27 @@ def test_docstring_example(test):
     assert not failed, "".join(report)
 
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def test_the_readme_python_blocks_run():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    assert blocks, "the README has no ```python block"
-    for block in blocks:
-        namespace = {}
-        exec(compile(block, str(README), "exec"), namespace)
-        # The usage block's last line states its shapes in a comment.
-        last = block.strip().splitlines()[-1]
-        if "#" in last:
-            expression, expected = last.split("#", 1)
-            assert repr(eval(expression, namespace)) == expected.strip(), last
+def _python_blocks():
+    for page in PAGES:
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+        for number, block in enumerate(blocks):
+            yield pytest.param(page, block, id=f"{page.relative_to(ROOT)}:{number}")
+
+
+def test_the_readme_has_python():
+    assert re.search(r"```python\n", (ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page, block", list(_python_blocks()))
+def test_the_python_blocks_run(page, block):
+    namespace = {}
+    exec(compile(block, str(page), "exec"), namespace)
+    # A block's last line may state its value in a comment.
+    last = block.strip().splitlines()[-1]
+    if "#" in last:
+        expression, expected = last.split("#", 1)
+        assert repr(eval(expression, namespace)) == expected.strip(), last

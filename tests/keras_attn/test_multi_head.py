@@ -118,3 +118,45 @@ def test_bad_arguments(rng):
             ValueError, match=rf"`{name}` must have shape {re.escape(str(shape))}.*received `{name}` of shape \(2, 6\)"
         ):
             layer(inputs["query"], inputs["value"], **{name: np.ones((2, 6), bool)})
+
+
+@pytest.mark.parametrize("rope", [None, 50.0])
+def test_cached_self_attention_step_by_step_equals_causal_attention(rng, rope):
+    """Writing each position's keys/values into a fixed cache and attending with the
+    cache gives, position by position, the causal attention over the whole sequence."""
+    layer = keras_attn.MultiHeadAttention(2, 4, rope_max_wavelength=rope)
+    x = rng.normal(size=(3, 6, 8)).astype("float32")
+    full = to_numpy(layer(x, x, use_causal_mask=True))
+    cache = np.zeros((3, 2, 2, 6, 4), "float32")
+    for t in range(6):
+        out, cache = layer(x[:, t : t + 1], x[:, t : t + 1], cache=cache, cache_update_index=t,
+                           use_causal_mask=True)
+        np.testing.assert_allclose(to_numpy(out)[:, 0], full[:, t], atol=1e-5)
+    np.testing.assert_allclose(to_numpy(cache), to_numpy(layer.compute_cache(x)), atol=1e-6)
+
+
+def test_cross_attention_over_a_computed_cache_equals_attention(rng):
+    layer = keras_attn.MultiHeadAttention(2, 4, rope_max_wavelength=30.0)
+    inputs = _inputs(rng, tq=4, tk=5, d=8)
+    mask = np.array([[1] * 5, [1] * 3 + [0] * 2], bool)
+    expected, weights = layer(inputs["query"], inputs["value"], mask=mask,
+                              return_attention_scores=True)
+    cache = layer.compute_cache(inputs["value"])
+    for t in range(4):  # one query at a time, at its own position
+        out, w, same = layer(inputs["query"][:, t : t + 1], inputs["query"][:, t : t + 1],
+                             mask=mask, cache=cache, query_start_index=t,
+                             return_attention_scores=True)
+        np.testing.assert_allclose(to_numpy(out)[:, 0], to_numpy(expected)[:, t], atol=1e-5)
+        np.testing.assert_allclose(to_numpy(w)[:, :, 0], to_numpy(weights)[:, :, t], atol=1e-6)
+        assert same is cache
+
+
+def test_cache_errors_name_the_argument(rng):
+    layer = keras_attn.MultiHeadAttention(2, 4)
+    x = rng.normal(size=(2, 1, 8)).astype("float32")
+    with pytest.raises(ValueError, match=r"`cache` must have shape \(batch, 2, 2, length, 4\); received shape \(2, 2, 3, 5, 4\)"):
+        layer(x, x, cache=np.zeros((2, 2, 3, 5, 4), "float32"), cache_update_index=0)
+    with pytest.raises(ValueError, match="`use_causal_mask` with a `cache` needs `cache_update_index`"):
+        layer(x, x, cache=np.zeros((2, 2, 2, 5, 4), "float32"), use_causal_mask=True)
+    with pytest.raises(ValueError, match="needs `key_dim == value_dim`"):
+        keras_attn.MultiHeadAttention(2, 4, value_dim=3).compute_cache(np.zeros((2, 3, 8), "float32"))

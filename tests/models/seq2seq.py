@@ -12,7 +12,7 @@ import keras
 import numpy as np
 
 from keras_attn import decoding
-from models import translator as T
+from keras_attn.models import translator as T
 from tests.keras_attn.contract import to_numpy
 
 

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from models import memn2n, ntm, pointer_net, translator
+from keras_attn.models import memn2n, ntm, pointer_net, translator
 from tests.keras_attn.contract import to_numpy
 
 BUILDERS = {

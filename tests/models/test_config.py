@@ -3,7 +3,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from models.config import check_integer_fields
+from keras_attn.models.config import check_integer_fields
 
 
 @dataclasses.dataclass

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from models.memn2n import (
+from keras_attn.models.memn2n import (
     CandidateLogits,
     MemN2NConfig,
     MemN2NSchedule,
@@ -12,8 +12,8 @@ from models.memn2n import (
     compile_memn2n,
     with_attention,
 )
-from training.data import babi
-from training.data.stories import generate_questions
+from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n.stories import generate_questions
 
 
 @pytest.fixture(scope="module")

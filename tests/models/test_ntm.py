@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from models.dnc import DNCConfig, build_dnc
-from models.ntm import (
+from keras_attn.models.dnc import DNCConfig, build_dnc
+from keras_attn.models.ntm import (
     NTMConfig,
     bit_errors,
     bits_per_sequence,
@@ -14,7 +14,7 @@ from models.ntm import (
     compile_ntm,
     with_weightings,
 )
-from training.data.algorithmic import copy_batch
+from keras_attn.training.tasks.ntm.algorithmic import copy_batch
 
 
 def test_copy_batch_layout(rng):

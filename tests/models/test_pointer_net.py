@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from models import pointer_net as pn
+from keras_attn.models import pointer_net as pn
 from tests.keras_attn.contract import to_numpy
 
 SMALL = dict(units=16, encoder_layers=1, heads=2, glimpses=1)

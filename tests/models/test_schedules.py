@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from models.schedules import InverseSquareRootDecay
+from keras_attn.models.schedules import InverseSquareRootDecay
 
 
 def _rates(schedule, steps):

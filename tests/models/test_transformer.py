@@ -2,8 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from models import transformer as TR
-from models import translator as T
+from keras_attn.models import transformer as TR
+from keras_attn.models import translator as T
 from tests.keras_attn.contract import to_numpy
 from tests.models import seq2seq
 
@@ -100,3 +100,30 @@ def test_mixed_float16_trains_and_decodes_finite(rng):
     assert np.all(np.isfinite(loss)) and loss[-1] < loss[0]
     out = seq2seq.generate(model, x["source"], 5, beam_width=2)
     assert np.all(np.isfinite(out["scores"])) and np.all(np.isfinite(out["alignments"]))
+
+
+@pytest.mark.parametrize("rope_max_wavelength", [None, 100.0])
+@pytest.mark.parametrize("beam_width", [1, 3])
+def test_cached_decoding_equals_recomputing_the_stack(rng, rope_max_wavelength, beam_width):
+    """The key/value caches change the work per token, not the result."""
+    model = TR.build_transformer(_config(rope_max_wavelength=rope_max_wavelength))
+    for weight in model.trainable_weights:  # larger weights: distinct, confident logits
+        weight.assign(to_numpy(weight) * 3.0)
+    x, _ = seq2seq.batch(rng)
+    cached = T.generate(model, x["source"], 5, beam_width=beam_width)
+    recomputed = T.generate(model, x["source"], 5, beam_width=beam_width, use_cache=False)
+    np.testing.assert_array_equal(to_numpy(cached["tokens"]), to_numpy(recomputed["tokens"]))
+    np.testing.assert_allclose(to_numpy(cached["scores"]), to_numpy(recomputed["scores"]),
+                               atol=1e-5)
+    np.testing.assert_allclose(to_numpy(cached["alignments"]),
+                               to_numpy(recomputed["alignments"]), atol=1e-5)
+
+
+def test_cached_step_states_keep_their_shapes(rng):
+    model = TR.build_transformer(_config())
+    decoder = model.get_layer("decoder")
+    x, _ = seq2seq.batch(rng)
+    states = decoder.initial_states(*model.get_layer("encoder")(x["source"]))
+    _, new_states, _ = decoder.step(np.full((6,), T.START_ID, "int32"), states)
+    assert [tuple(s.shape) for s in new_states] == [tuple(s.shape) for s in states]
+    assert tuple(states[-1].shape) == (6, 2, 2, decoder.max_length, 8)  # (B, k/v, heads, T, dim)

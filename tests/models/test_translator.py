@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from models import translator as T
+from keras_attn.models import translator as T
+from tests.keras_attn.contract import to_numpy
 from tests.models import seq2seq
 
 
@@ -58,3 +59,55 @@ def test_all_padding_source_gives_finite_output():
 def test_keras_round_trip_with_safe_mode(rng):
     model = T.build_translator(T.TranslatorConfig(20, 10, 7, 6, attention="luong-concat"))
     seq2seq.keras_round_trip(model, rng, 20, 10)
+
+
+def test_reported_loss_is_the_mean_over_real_target_tokens(rng):
+    """With heavy padding, `evaluate`'s loss is the mean cross-entropy of the real
+    tokens alone (Keras's default reduction would divide by every position)."""
+    model = T.compile_translator(T.build_translator(_small_config()), jit_compile=False)
+    x, y = seq2seq.batch(rng, n=6, lt=12)
+    weights = np.zeros(y.shape, "float32")
+    weights[:, :2] = 1.0  # 2 real tokens of 11 in every row
+    weights[0, :] = 1.0
+    logits = np.asarray(to_numpy(model(x)), "float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    token_loss = -np.take_along_axis(log_probs, y[..., None], -1)[..., 0]
+    expected = (token_loss * weights).sum() / weights.sum()
+    loss = model.evaluate(x, y, sample_weight=weights, batch_size=len(y), verbose=0,
+                          return_dict=True)["loss"]
+    assert loss == pytest.approx(expected, rel=1e-5)
+    assert expected > 1.5 * (token_loss * weights).mean()  # the padding would have shrunk it
+
+
+@pytest.mark.parametrize("build", ["rnn", "transformer"])
+def test_output_bias_starts_at_the_target_log_frequencies(build):
+    from keras_attn.models.transformer import TransformerConfig, build_transformer
+
+    model = (T.build_translator(_small_config()) if build == "rnn" else
+             build_transformer(TransformerConfig(20, 12, 7, 6, model_dim=8, num_heads=2)))
+    counts = np.arange(12, dtype="float64")
+    T.initialize_output_bias(model, counts)
+    bias = to_numpy(model.get_layer("decoder").output_projection.bias)
+    np.testing.assert_allclose(np.exp(bias), (counts + 1) / (counts + 1).sum(), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"one count per target token, shape \(12,\); received shape \(5,\)"):
+        T.initialize_output_bias(model, np.ones(5))
+    with pytest.raises(ValueError, match="finite and non-negative"):
+        T.initialize_output_bias(model, -np.ones(12))
+
+
+@pytest.mark.parametrize("attention", [a for a in T.ATTENTIONS if a != "bahdanau-monotonic"])
+@pytest.mark.parametrize("rnn", T.RNNS)
+def test_without_input_feeding_attention_runs_over_all_steps_at_once(rng, attention, rnn):
+    """Teacher forcing attends for every step in one batched call, and still equals
+    the step-by-step decoder."""
+    model = T.build_translator(_small_config(attention=attention, rnn=rnn, input_feeding=False))
+    assert model.get_layer("decoder").cell.parallel_over_time
+    x, _ = seq2seq.batch(rng)
+    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(model, x)
+
+
+def test_monotonic_attention_and_input_feeding_stay_step_by_step():
+    for overrides in ({"input_feeding": True}, {"input_feeding": False,
+                                                "attention": "bahdanau-monotonic"}):
+        model = T.build_translator(_small_config(**overrides))
+        assert not model.get_layer("decoder").cell.parallel_over_time

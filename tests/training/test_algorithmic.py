@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from training.data import algorithmic
+from keras_attn.training.tasks.ntm import algorithmic
 
 
 def test_copy_layout():

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from training import arguments, cli
+from keras_attn.training import arguments, cli
+from keras_attn.training.task import RunMeta
 
 
 @pytest.mark.parametrize("parse, good, bad", [
@@ -35,12 +36,20 @@ def test_types_accept_and_refuse(parse, good, bad):
     (["train", "pointer-sort", "--warmup-steps", "-1"], "--warmup-steps: must be an integer ≥ 0"),
     (["train", "pointer-sort", "--validation-instances", "0"], "--validation-instances: must be an integer ≥ 1"),
     (["evaluate", "translator", "--run-dir", "x", "--beam-width", "0"], "--beam-width: must be an integer ≥ 1"),
-    (["predict", "saved_models/x", "--n", "0"], "--n: must be an integer ≥ 1; received 0"),
-    (["predict", "saved_models/x", "--length", "0"], "--length: must be an integer ≥ 1; received 0"),
+    (["predict", "{exports}/pointer-sort", "--n", "0"], "--n: must be an integer ≥ 1; received 0"),
+    (["predict", "{exports}/ntm-copy", "--length", "0"], "--length: must be an integer ≥ 1; received 0"),
 ])
-def test_bad_numbers_stop_at_the_parser(argv, message, capsys):
+def test_bad_numbers_stop_at_the_parser(argv, message, capsys, tmp_path):
+    # `predict` reads the export's task from its meta.json before parsing that task's
+    # flags; nothing else of the export is read before they are checked.
+    for task in ("pointer-sort", "ntm-copy"):
+        version = tmp_path / task / "1"
+        (version / "assets.extra").mkdir(parents=True)
+        (version / "saved_model.pb").write_bytes(b"")
+        RunMeta(task=task, name=task, config={}, settings={}, data={}).save(
+            version / "assets.extra" / "meta.json")
     with pytest.raises(SystemExit) as stopped:
-        cli.main(argv)
+        cli.main([arg.format(exports=tmp_path) for arg in argv])
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err
 

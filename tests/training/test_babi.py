@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from training.data import babi
-from training.data.stories import KINDS, generate_questions, kind_number
+from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
 
 LISTS = """\
 1 Mary moved to the bathroom.

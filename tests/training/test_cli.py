@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -5,13 +6,13 @@ import sys
 import pytest
 
 import keras_attn
-from training import cli
+from keras_attn.training import cli
 
 
 def _run(*args):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.run(
-        [sys.executable, "-m", "training.cli", *args],
+        [sys.executable, "-m", "keras_attn.training.cli", *args],
         capture_output=True, text=True, env=env, timeout=300,
     )
 
@@ -54,35 +55,54 @@ def test_backend_is_taken_before_the_command_or_after_the_task():
     assert parser.parse_args(with_both).backend == "jax"  # the nearer one wins
 
 
-def test_building_the_parser_imports_no_keras():
-    # `--backend` (before the command or after the task) is applied after parsing;
-    # Keras picks its backend once, at import, so the parser must not import it.
-    code = ("import sys; from training import cli; cli.build_parser(); "
-            "print(sorted(m for m in ('keras', 'keras_attn', 'tensorflow', 'jax') "
-            "if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=300)
+@pytest.mark.parametrize("launcher", ["script", "module"])
+def test_backend_flag_applies_before_keras_starts(tmp_path, launcher):
+    """Keras picks its backend once, at import: the `keras-attn` script sets it from
+    `--backend` before importing anything, and `python -m` starts again with it."""
+    script = os.path.join(os.path.dirname(sys.executable), "keras-attn")
+    start = [script] if launcher == "script" else [sys.executable, "-m", "keras_attn.training.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    result = subprocess.run(
+        [*start, "train", "translator", "--train-size", "64", "--test-size", "8", "--epochs",
+         "1", "--embedding-dim", "4", "--encoder-units", "4", "--decoder-units", "8",
+         "--attention-units", "4", "--no-export", "--work-dir", str(tmp_path / "run"),
+         "--backend", "jax"],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["training"]["backend"] == "jax"
 
 
-def test_unset_jit_is_on_except_on_torch(monkeypatch):
+def test_a_backend_other_than_the_running_one_is_refused_in_process(capsys):
     import keras
 
-    from training.runtime import resolve_jit
+    other = "jax" if keras.backend.backend() != "jax" else "tensorflow"
+    with pytest.raises(SystemExit, match=f"--backend {other}: Keras already runs on"):
+        cli.main(["--backend", other, "layers"])
 
-    assert resolve_jit(True) is True and resolve_jit(False) is False
-    assert resolve_jit(None) is (keras.backend.backend() != "torch")
+
+def test_unset_jit_is_the_task_default_on_each_backend(monkeypatch):
+    import keras
+
+    from keras_attn.training import runner, tasks
+
+    memn2n, translator = tasks.get("memn2n"), tasks.get("translator")
+    assert runner.resolve_jit(memn2n, True) is True and runner.resolve_jit(memn2n, False) is False
+    assert runner.resolve_jit(memn2n, None) is (keras.backend.backend() != "torch")
     monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
-    assert resolve_jit(None) is False and resolve_jit(True) is True
+    assert runner.resolve_jit(memn2n, None) is False and runner.resolve_jit(memn2n, True) is True
+    # The translator's measured exception: its decoder loop is faster without XLA on TF.
+    assert [translator.jit_default(b) for b in ("tensorflow", "jax", "torch")] == [
+        False, True, False]
     parser = cli.build_parser()
-    for task in ("ntm-copy", "dnc-copy", "pointer-sort", "memn2n"):
+    for task in ("ntm-copy", "dnc-copy", "pointer-sort", "memn2n", "translator"):
         assert parser.parse_args(["train", task]).jit is None
         assert parser.parse_args(["train", task, "--no-jit"]).jit is False
 
 
 def test_translator_flag_offers_every_attention_the_model_builds():
-    from models import translator
+    from keras_attn.models import translator
 
     parser = cli.build_parser()
     for kind in translator.ATTENTIONS:
@@ -135,18 +155,18 @@ def test_dropout_flag_is_a_probability(capsys):
 def test_transformer_cosine_schedule_warms_up_then_decays_to_zero():
     from keras import ops
 
-    from training.tasks.translator import learning_rate
+    from keras_attn.training.tasks.translator.task import learning_rate
 
     parse = cli.build_parser().parse_args
     base = ["train", "translator", "--epochs", "2", "--batch-size", "10"]
-    assert learning_rate(parse(base), 95) == 3e-3  # the RNN's constant rate
+    assert learning_rate(parse(base), 10) == 3e-3  # the RNN's constant rate
     cosine = [*base, "--model", "transformer", "--schedule", "cosine"]
-    schedule = learning_rate(parse([*cosine, "--warmup-steps", "5"]), 95)
+    schedule = learning_rate(parse([*cosine, "--warmup-steps", "5"]), 10)
     rates = [float(ops.convert_to_numpy(schedule(step))) for step in (0, 5, 12, 20)]
-    # 95 pairs in batches of 10: 10 steps an epoch, 20 in all; peak after 5, zero at 20.
+    # 10 steps an epoch, 20 in all; peak after 5, zero at 20.
     assert rates[0] == 0.0 and rates[1] == pytest.approx(3e-3)
     assert 0 < rates[2] < 3e-3 and rates[3] == pytest.approx(0.0, abs=1e-9)
-    short = learning_rate(parse([*cosine, "--warmup-steps", "500"]), 15)
+    short = learning_rate(parse([*cosine, "--warmup-steps", "500"]), 2)
     # 4 steps in all: the warm-up is cut to 3, so the cosine still ends at zero on step 4.
     short_rates = [float(ops.convert_to_numpy(short(step))) for step in (0, 3, 4)]
     assert short_rates[0] == 0.0 and short_rates[1] == pytest.approx(3e-3)
@@ -156,8 +176,8 @@ def test_transformer_cosine_schedule_warms_up_then_decays_to_zero():
 def test_transformer_default_schedule_is_the_inverse_square_root_of_the_step():
     from keras import ops
 
-    from models.schedules import InverseSquareRootDecay
-    from training.tasks.translator import learning_rate
+    from keras_attn.models.schedules import InverseSquareRootDecay
+    from keras_attn.training.tasks.translator.task import learning_rate
 
     parse = cli.build_parser().parse_args
     base = ["train", "translator", "--model", "transformer", "--learning-rate", "2e-3"]

@@ -3,9 +3,13 @@ import re
 
 import pytest
 
-from training.data import dates
-from training.data.parallel import load_parallel_tsv, normalize_text, split_pairs
-from training.text import END_ID, PAD_ID, START_ID, UNK_ID, Vocabulary, encode_batch
+from keras_attn.training.tasks.translator import dates
+from keras_attn.training.tasks.translator.parallel import (
+    load_parallel_tsv,
+    normalize_text,
+    split_pairs,
+)
+from keras_attn.training.text import END_ID, PAD_ID, START_ID, UNK_ID, Vocabulary, encode_batch
 
 
 def test_date_forms_include_the_required_six():
@@ -84,7 +88,7 @@ def test_split_pairs_keeps_sources_in_one_split():
 
 
 def test_read_utf8_lines_ends_lines_as_text_mode_does_and_names_bad_bytes(tmp_path):
-    from training.data import read_utf8_lines
+    from keras_attn.training.data import read_utf8_lines
 
     path = tmp_path / "lines.txt"
     path.write_bytes("a\tb\r\nc\td\re\u00e9\tf\n".encode("utf-8"))
@@ -92,3 +96,25 @@ def test_read_utf8_lines_ends_lines_as_text_mode_does_and_names_bad_bytes(tmp_pa
     path.write_bytes(b"ok\tfine\n" + "caf\u00e9\tcoffee\n".encode("cp1252"))
     with pytest.raises(ValueError, match=r"lines.txt:2: not UTF-8 \(byte 0xe9 at column 4\)"):
         load_parallel_tsv(path)
+
+
+def test_vocabulary_caps_keep_the_most_frequent_tokens():
+    texts = ["a a a b b c", "a b d d d d", "e"]
+    capped = Vocabulary.build(texts, "word", max_size=6)  # 4 specials + 2
+    assert capped.tokens[4:] == ["a", "d"]  # a ×4, d ×4 kept; b ×3, c, e → [UNK]
+    assert capped.encode("a b e") == [4, UNK_ID, UNK_ID]
+    common = Vocabulary.build(texts, "word", min_count=3)
+    assert common.tokens[4:] == ["a", "b", "d"]
+    tie = Vocabulary.build(["y x"], "word", max_size=5)
+    assert tie.tokens[4:] == ["x"]  # ties broken in code-point order
+    with pytest.raises(ValueError, match="`max_size` must be more than the 4 special tokens; received 4"):
+        Vocabulary.build(texts, "word", max_size=4)
+
+
+def test_detokenize_joins_spaced_punctuation_back():
+    from keras_attn.training.text import detokenize
+
+    words = {"level": "word", "space_punctuation": True}
+    assert detokenize("¿ qué hora es ? son las tres .", words) == "¿qué hora es? son las tres."
+    assert detokenize("a , b", {"level": "word", "space_punctuation": False}) == "a , b"
+    assert detokenize("a , b", {"level": "char", "space_punctuation": True}) == "a , b"

@@ -23,7 +23,7 @@ pytestmark = TENSORFLOW_BACKEND_ONLY
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A briefly trained date translator, exported with beam width 4."""
-    from training import cli
+    from keras_attn.training import cli
 
     root = tmp_path_factory.mktemp("export")
     work, out = str(root / "work"), str(root / "saved_models")
@@ -33,7 +33,7 @@ def trained(tmp_path_factory):
 
 
 def test_export_layout_and_atomic_versions(trained, tmp_path):
-    from training.export import next_version, write_atomically, write_serving_config
+    from keras_attn.training.export import next_version, write_atomically, write_serving_config
 
     assert os.path.exists(os.path.join(trained["export"], "saved_model.pb"))
     assert os.path.exists(os.path.join(trained["export"], "assets.extra", "model.keras"))
@@ -50,12 +50,15 @@ def test_export_layout_and_atomic_versions(trained, tmp_path):
 
 
 def test_tensorflow_only_process_matches_keras_on_200_inputs(trained, tmp_path):
-    from training.data.dates import generate_pairs
-    from training.tasks.translator import load_run, translate_texts
+    from keras_attn.training.runner import load_run
+    from keras_attn.training.tasks.translator.dates import generate_pairs
+    from keras_attn.training.tasks.translator.task import translate_texts
 
-    model, src, tgt, meta = load_run(trained["work"])
+    meta, model, assets, _ = load_run(trained["work"])
+    src, tgt, settings = assets["source_vocab"], assets["target_vocab"], meta.settings
     texts = [s for s, _ in generate_pairs(200, seed=99)]
-    expected = translate_texts(model, src, tgt, meta, texts, beam_width=meta["beam_width"])
+    expected = translate_texts(model, src, tgt, settings, texts,
+                               beam_width=settings["beam_width"])
     out = tf_only(f"""
         import json
         import tensorflow as tf
@@ -71,7 +74,7 @@ def test_tensorflow_only_process_matches_keras_on_200_inputs(trained, tmp_path):
     got = json.loads(out.strip().splitlines()[-1])
     assert got["translation"] == expected
     assert got["finite"] and got["alignment_shape"][0] == 200
-    assert got["alignment_shape"][2] == meta["max_source_length"]
+    assert got["alignment_shape"][2] == settings["max_source_length"]
     assert np.mean([g == t for g, (_, t) in zip(got["translation"], generate_pairs(200, seed=99), strict=True)]) > 0.5
 
 
@@ -89,9 +92,10 @@ def test_saved_model_cli_run(trained):
 def test_bad_inputs_at_the_signature(trained):
     import tensorflow as tf
 
-    from training.tasks.translator import load_run
+    from keras_attn.training.runner import load_run
 
-    _, src, _, meta = load_run(trained["work"])
+    meta, _, assets, _ = load_run(trained["work"])
+    src, meta = assets["source_vocab"], meta.settings
     serve = tf.saved_model.load(trained["export"]).signatures["serving_default"]
     too_long = "3 March 1998" + "x" * 200
     texts = ["", "3 March 1998", too_long, "3 March 1998"[: meta["max_source_length"]],
@@ -104,7 +108,7 @@ def test_bad_inputs_at_the_signature(trained):
     assert translation[2] == [t.decode() for t in serve(text=tf.constant([truncated]))["translation"].numpy()][0]
     assert np.all(np.isfinite(out["score"].numpy())) and np.all(np.isfinite(out["alignment"].numpy()))
     # Unseen characters become [UNK]: the ids equal Python's.
-    from training.export import lookup_table, tokenize
+    from keras_attn.training.export import lookup_table, tokenize
 
     ids = tokenize(tf.constant(["\u2603\u2603 1998"]), lookup_table(src.tokens), meta["preprocess"],
                    meta["max_source_length"]).numpy()[0]
@@ -120,16 +124,18 @@ def test_bad_inputs_at_the_signature(trained):
 @settings(max_examples=50, deadline=None)
 @example(texts=["3 MARCH\x00 1998", "A\x00B. c"], level="word",
          options={"lowercase": True, "space_punctuation": True})
+@example(texts=["ab abc ##b x" + "y" * 120, "", "zzz"], level="subword",
+         options={"lowercase": False, "space_punctuation": True})
 @given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=6),
-       level=st.sampled_from(["char", "word"]),
+       level=st.sampled_from(["char", "word", "subword"]),
        options=st.fixed_dictionaries({"lowercase": st.booleans(), "space_punctuation": st.booleans()}))
 def test_in_graph_tokenization_equals_training(texts, level, options):
     import tensorflow as tf
 
-    from training.export import lookup_table, tokenize
-    from training.text import Vocabulary, encode_batch, normalize_spacing
+    from keras_attn.training.export import lookup_table, tokenize
+    from keras_attn.training.text import Vocabulary, encode_batch, normalize_spacing
 
-    preprocess = {"level": level, "collapse_whitespace": level == "word", **options}
+    preprocess = {"level": level, "collapse_whitespace": level != "char", **options}
     if level == "char":
         preprocess.update(lowercase=False, space_punctuation=False)
 
@@ -144,9 +150,11 @@ def test_in_graph_tokenization_equals_training(texts, level, options):
         # Python's and TF's (ICU's) lower-casing differ on a few code points
         # (e.g. 'İ' → 'i̇' vs 'i'); `--lowercase` is documented for ASCII case.
         texts = [t for t in texts if t.isascii()] or [""]
-    vocab = Vocabulary.build([python_side(t) for t in texts[: len(texts) // 2 + 1]] + ["a b ."], level)
+    vocab = Vocabulary.build([python_side(t) for t in texts[: len(texts) // 2 + 1]] + ["a b ."],
+                             level, max_size=40 if level == "subword" else None)
     expected = encode_batch(vocab, [python_side(t) for t in texts], 12)
-    got = tokenize(tf.constant(texts), lookup_table(vocab.tokens), preprocess, 12).numpy()
+    got = tokenize(tf.constant(texts), lookup_table(vocab.tokens), preprocess, 12,
+                   vocab.longest_piece).numpy()
     np.testing.assert_array_equal(got, expected)
 
 
@@ -156,7 +164,7 @@ def test_in_graph_tokenization_equals_training(texts, level, options):
 def test_in_graph_lowercase_matches_python_and_keeps_text_after_a_nul(text):
     import tensorflow as tf
 
-    from training.export import lowercase
+    from keras_attn.training.export import lowercase
 
     if not text.isascii():  # ICU and Python differ on a few code points (see above)
         text = text.encode("ascii", "ignore").decode()
@@ -166,7 +174,7 @@ def test_in_graph_lowercase_matches_python_and_keeps_text_after_a_nul(text):
 def test_translate_command_with_plot(trained, tmp_path):
     plot = tmp_path / "alignment.png"
     result = subprocess.run(
-        [sys.executable, "-m", "training.cli", "translate", os.path.dirname(trained["export"]),
+        [sys.executable, "-m", "keras_attn.training.cli", "translate", os.path.dirname(trained["export"]),
          "3 March 1998", "", "--plot", str(plot)],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -179,7 +187,7 @@ def test_translate_command_with_plot(trained, tmp_path):
 
 
 def test_predict_command_dispatches_on_the_exported_task(trained, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     cli.main(["predict", trained["export"], "3 March 1998"])
     assert capsys.readouterr().out.startswith("3 March 1998\t")
@@ -188,7 +196,7 @@ def test_predict_command_dispatches_on_the_exported_task(trained, capsys):
 
 
 def test_evaluate_command_on_the_run_and_on_the_export(trained, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     cli.main(["evaluate", "translator", "--run-dir", trained["work"], "--beam-width", "2"])
     out = capsys.readouterr().out

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from training import cli
-from training.data import babi
-from training.data.stories import generate_questions
+from keras_attn.training import cli
+from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n.stories import generate_questions
 
 
 def _write_task(folder, task, name, questions, split):

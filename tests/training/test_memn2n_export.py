@@ -8,14 +8,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n.stories import generate_questions
 from tests.training.serving import (
     TENSORFLOW_BACKEND_ONLY,
     saved_model_cli_run,
     session_run,
     tf_only,
 )
-from training.data import babi
-from training.data.stories import generate_questions
 
 pytestmark = TENSORFLOW_BACKEND_ONLY
 
@@ -23,7 +23,7 @@ pytestmark = TENSORFLOW_BACKEND_ONLY
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A memory network briefly trained on built-in single-supporting-fact stories."""
-    from training import cli
+    from keras_attn.training import cli
 
     root = tmp_path_factory.mktemp("memn2n")
     work, out = str(root / "work"), str(root / "saved_models")
@@ -49,11 +49,13 @@ def test_export_layout(trained):
 
 
 def test_tensorflow_only_process_matches_keras_on_100_questions(trained, tmp_path):
-    from training.tasks.memn2n import answer, load_run
+    from keras_attn.training.runner import load_run
+    from keras_attn.training.tasks.memn2n.task import answer
 
-    model, vocab, meta = load_run(trained["work"])
+    meta, model, assets, _ = load_run(trained["work"])
+    vocab = assets["vocab"]
     questions = generate_questions(1, 100, seed=42)
-    answers, probabilities, attention = answer(model, vocab, meta, questions)
+    answers, probabilities, attention = answer(model, vocab, meta.settings, questions)
     stories = ["\n".join(q.story) for q in questions]
     out = tf_only(f"""
         import json
@@ -118,25 +120,26 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 def test_in_graph_preprocessing_equals_training(trained, sentences, question):
     import tensorflow as tf
 
-    from training import export as export_lib
+    from keras_attn.training import export as export_lib
+    from keras_attn.training.tasks.memn2n import export as memn2n_export
 
     vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
-    meta = json.load(open(os.path.join(trained["work"], "meta.json")))
+    meta = json.load(open(os.path.join(trained["work"], "meta.json")))["settings"]
     # Newlines separate sentences: a sentence cannot hold one.
     sentences = [s.replace("\n", " ").replace("\r", " ") for s in sentences]
     q = babi.Question(tuple(sentences), question, "x", ())
     x, _, _ = babi.vectorize([q], vocab, meta["memory_size"], meta["sentence_length"],
                              meta["question_length"])
     table = export_lib.lookup_table(vocab.tokens)
-    story_ids = export_lib.story_memory(tf.constant(["\n".join(sentences)]), table,
+    story_ids = memn2n_export.story_memory(tf.constant(["\n".join(sentences)]), table,
                                         meta["memory_size"], meta["sentence_length"])
     np.testing.assert_array_equal(story_ids.numpy(), x["story"])
-    ids = export_lib.question_ids(tf.constant([question]), table, meta["question_length"])
+    ids = memn2n_export.question_ids(tf.constant([question]), table, meta["question_length"])
     np.testing.assert_array_equal(ids.numpy(), x["question"])
 
 
 def test_predict_command_with_plot(trained, tmp_path, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     plot = str(tmp_path / "hops.png")
     cli.main(["predict", os.path.dirname(trained["export"]),
@@ -155,7 +158,7 @@ def test_predict_command_with_plot(trained, tmp_path, capsys):
 
 
 def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     cli.main(["evaluate", "memn2n", "--run-dir", trained["work"]])
     on_run = capsys.readouterr().out

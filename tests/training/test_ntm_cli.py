@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from training import cli
-from training.tasks import ntm
+from keras_attn.training import cli
+from keras_attn.training.tasks.ntm import task as ntm
 
 SMALL = ["--memory-size", "16", "--memory-width", "6", "--controller-units", "16",
          "--batch-size", "4", "--no-export"]
@@ -28,17 +28,18 @@ def test_trains_through_the_cli_stops_once_converged_and_saves_its_run(name, tmp
     assert [p["sequences"] for p in curve] == [4, 8]
     assert all(np.isfinite(p["train_cost_bits"]) for p in curve)
     meta = json.load(open(os.path.join(work, "meta.json")))
-    assert meta["task"] == name and meta["memory_size"] == 16
-    assert meta["architecture"] == name.split("-")[0]
-    assert set(meta["figures"]["test"]) == set(ntm.TASKS[name].tests)
+    assert meta["task"] == name and meta["settings"]["memory_size"] == 16
+    assert meta["settings"]["architecture"] == name.split("-")[0]
+    figures = json.load(open(os.path.join(work, "figures.json")))
+    assert set(figures) == set(ntm.SPECS[name].tests)
     cli.main(["evaluate", name, "--run-dir", work])
     evaluated = capsys.readouterr().out.splitlines()[1:]
     assert evaluated == [line for line in printed.splitlines() if "bit errors / sequence" in line]
 
 
-@pytest.mark.parametrize("name", sorted(ntm.TASKS))
+@pytest.mark.parametrize("name", sorted(ntm.SPECS))
 def test_every_task_generates_what_its_model_takes(name):
-    task = ntm.TASKS[name]
+    task = ntm.SPECS[name]
     rng = np.random.default_rng(0)
     settings = [task.draw(rng) for _ in range(20)] + list(task.validation)
     settings += list(task.tests.values())
@@ -53,7 +54,7 @@ def test_every_task_generates_what_its_model_takes(name):
 
 
 def test_the_training_batches_are_reproducible_and_bucketed():
-    task = ntm.TASKS["ntm-repeat-copy"]
+    task = ntm.SPECS["ntm-repeat-copy"]
     x1, y1 = ntm.training_batch(task, 3, 4, check=0, index=2)
     x2, _ = ntm.training_batch(task, 3, 4, check=0, index=2)
     np.testing.assert_array_equal(x1, x2)
@@ -86,7 +87,7 @@ def test_check_sequence_refuses_bad_input(sequence, message):
 
 
 def test_read_sequence_from_text_and_npy(tmp_path):
-    x, _ = ntm.example(ntm.TASKS["ntm-copy"], 0, length=3)[0]
+    x, _ = ntm.example(ntm.SPECS["ntm-copy"], 0, length=3)[0]
     text = tmp_path / "seq.txt"
     np.savetxt(text, x[0], fmt="%d")
     np.testing.assert_array_equal(ntm.read_sequence(str(text), 9), x)
@@ -100,8 +101,8 @@ def test_read_sequence_from_text_and_npy(tmp_path):
 
 
 def test_example_uses_the_given_params_and_draws_the_rest():
-    (x, y), params = ntm.example(ntm.TASKS["ntm-repeat-copy"], 5, length=4)
+    (x, y), params = ntm.example(ntm.SPECS["ntm-repeat-copy"], 5, length=4)
     assert params["length"] == 4 and 1 <= params["repeats"] <= 10
     assert x.shape[1] == 4 + 2 + 4 * params["repeats"] + 1
     with pytest.raises(ValueError, match="`items` must be an integer ≥ 2"):
-        ntm.example(ntm.TASKS["ntm-associative-recall"], 0, items=1)
+        ntm.example(ntm.SPECS["ntm-associative-recall"], 0, items=1)

@@ -6,13 +6,13 @@ import os
 import numpy as np
 import pytest
 
+from keras_attn.training.tasks.ntm.algorithmic import copy_batch
 from tests.training.serving import (
     TENSORFLOW_BACKEND_ONLY,
     saved_model_cli_run,
     session_run,
     tf_only,
 )
-from training.data.algorithmic import copy_batch
 
 pytestmark = TENSORFLOW_BACKEND_ONLY
 
@@ -20,7 +20,7 @@ pytestmark = TENSORFLOW_BACKEND_ONLY
 @pytest.fixture(scope="module", params=["ntm-copy", "dnc-copy"])
 def trained(request, tmp_path_factory):
     """A small copy NTM (and DNC) trained for a few steps, exported."""
-    from training import cli
+    from keras_attn.training import cli
 
     name = request.param
     root = tmp_path_factory.mktemp(name)
@@ -40,10 +40,10 @@ def _serve(export, sequence):
 
 
 def _keras_outputs(work, sequence):
-    from models.ntm import with_weightings
-    from training.tasks.ntm import load_run
+    from keras_attn.models.ntm import with_weightings
+    from keras_attn.training.runner import load_run
 
-    model, _ = load_run(work)
+    _, model, _, _ = load_run(work)
     return [np.asarray(t) for t in with_weightings(model).predict(sequence, verbose=0)]
 
 
@@ -53,7 +53,7 @@ def test_export_layout(trained):
     for name in ("model.keras", "meta.json", "curve.json"):
         assert os.path.exists(os.path.join(extra, name)), name
     meta = json.load(open(os.path.join(extra, "meta.json")))
-    assert meta["task"] == trained["name"] and meta["input_bits"] == 9
+    assert meta["task"] == trained["name"] and meta["settings"]["input_bits"] == 9
 
 
 def test_tensorflow_only_process_matches_keras_beyond_the_trained_lengths(trained, tmp_path):
@@ -117,7 +117,7 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 
 
 def test_predict_prints_bit_errors_and_plots(trained, tmp_path, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     plot = str(tmp_path / "ntm.png")
     cli.main(["predict", os.path.dirname(trained["export"]), "--length", "6",
@@ -137,10 +137,10 @@ def test_predict_prints_bit_errors_and_plots(trained, tmp_path, capsys):
     (np.zeros((4, 8)), [], r"\(steps, 9\)"),
     (np.full((4, 9), np.nan), [], "NaN or infinite"),
     (np.zeros((0, 9)), [], "has no steps"),
-    (None, ["--items", "3"], r"takes \['--length'\]"),
+    (None, ["--items", "3"], r"takes \['--length', "),
 ])
 def test_predict_refuses_bad_input_clearly(trained, tmp_path, rows, flags, message):
-    from training import cli
+    from keras_attn.training import cli
 
     if rows is not None:
         path = tmp_path / "seq.npy"
@@ -151,7 +151,7 @@ def test_predict_refuses_bad_input_clearly(trained, tmp_path, rows, flags, messa
 
 
 def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     cli.main(["evaluate", trained["name"], "--run-dir", trained["work"]])
     on_run = capsys.readouterr().out

@@ -6,26 +6,27 @@ import os
 
 import pytest
 
-from training import cli
-from training.tasks import pointer
+from keras_attn.training import cli
+from keras_attn.training.tasks.pointer import task as pointer
 
 SMALL = ["--units", "16", "--encoder-layers", "1", "--heads", "2", "--train-instances", "64",
          "--validation-instances", "32", "--epochs", "1", "--batch-size", "32",
          "--test-instances", "20", "--no-export", "--quiet"]
 
 
-@pytest.mark.parametrize("name", sorted(pointer.TASKS))
+@pytest.mark.parametrize("name", sorted(pointer.SPECS))
 def test_trains_saves_its_run_and_evaluates_the_same(name, tmp_path, capsys):
     work = str(tmp_path / "work")
     cli.main(["train", name, *SMALL, "--max-points", "7", "--test-sizes", "5,6",
               "--beam-width", "2", "--work-dir", work])
     printed = capsys.readouterr().out
     meta = json.load(open(os.path.join(work, "meta.json")))
-    assert meta["task"] == name and meta["train_sizes"] == [pointer.TASKS[name].sizes[0], 7]
-    assert meta["validation_instances"] == 32
+    settings, figures = meta["settings"], json.load(open(os.path.join(work, "figures.json")))
+    assert meta["task"] == name and settings["train_sizes"] == [pointer.SPECS[name].sizes[0], 7]
+    assert settings["validation_instances"] == 32
     assert len(json.load(open(os.path.join(work, "history.json")))["val_loss"]) == 1
-    assert set(meta["figures"]) == {"N=5", "N=6"}
-    for by_decoder in meta["figures"].values():
+    assert set(figures) == {"N=5", "N=6"}
+    for by_decoder in figures.values():
         assert by_decoder["greedy"]["valid"] == 1.0  # every decoded answer is well formed
         assert by_decoder["beam 2"]["valid"] == 1.0
         assert by_decoder["greedy"]["n"] == 20

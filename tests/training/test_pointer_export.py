@@ -20,7 +20,7 @@ pytestmark = TENSORFLOW_BACKEND_ONLY
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A small TSP pointer network (beam 3, shortest tour of the beam), exported."""
-    from training import cli
+    from keras_attn.training import cli
 
     root = tmp_path_factory.mktemp("pointer")
     work, out = str(root / "work"), str(root / "saved_models")
@@ -46,14 +46,16 @@ def test_export_layout(trained):
     for name in ("model.keras", "meta.json", "history.json"):
         assert os.path.exists(os.path.join(extra, name)), name
     meta = json.load(open(os.path.join(extra, "meta.json")))
-    assert meta["task"] == "pointer-tsp" and meta["beam_width"] == 3 and meta["max_points"] == 12
+    settings = meta["settings"]
+    assert meta["task"] == "pointer-tsp" and settings["beam_width"] == 3
+    assert settings["max_points"] == 12
 
 
 def test_tensorflow_only_process_matches_keras_on_mixed_lengths(trained, tmp_path):
     from keras import ops
 
-    from models.pointer_net import decode
-    from training.tasks.pointer import load_run
+    from keras_attn.models.pointer_net import decode
+    from keras_attn.training.runner import load_run
 
     rng = np.random.default_rng(4)
     points = rng.random((5, 9, 2)).astype("float32")
@@ -71,7 +73,7 @@ def test_tensorflow_only_process_matches_keras_on_mixed_lengths(trained, tmp_pat
     """, tmp_path)
     assert "['indices', 'log_prob', 'pointer', 'valid']" in out
     got = np.load(tmp_path / "out.npz")
-    model, _ = load_run(trained["work"])
+    _, model, _, _ = load_run(trained["work"])
     want = decode(model, points, lengths, beam_width=3, select="tour_length")
     np.testing.assert_array_equal(got["indices"], ops.convert_to_numpy(want["indices"]))
     np.testing.assert_allclose(got["log_prob"], ops.convert_to_numpy(want["log_prob"]), atol=1e-4)
@@ -128,7 +130,7 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 
 
 def test_predict_prints_the_tour_and_plots(trained, tmp_path, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     plot = str(tmp_path / "tour.png")
     cli.main(["predict", os.path.dirname(trained["export"]), "--n", "8", "--plot", plot])
@@ -149,14 +151,14 @@ def test_predict_prints_the_tour_and_plots(trained, tmp_path, capsys):
     (["--points", "0 0; 1 1", "--n", "3"], "give one of --points, --points-file, --n"),
 ])
 def test_predict_refuses_bad_input_clearly(trained, flags, message):
-    from training import cli
+    from keras_attn.training import cli
 
     with pytest.raises(SystemExit, match=message):
         cli.main(["predict", trained["export"], *flags])
 
 
 def test_predict_refuses_a_point_set_longer_than_supported(trained, tmp_path):
-    from training import cli
+    from keras_attn.training import cli
 
     path = tmp_path / "many.npy"
     np.save(path, np.random.default_rng(0).random((13, 2)))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-from training.data import points as geometry
-from training.tasks import pointer
+from keras_attn.training.tasks.pointer import points as geometry
+from keras_attn.training.tasks.pointer import task as pointer
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
@@ -83,9 +83,9 @@ def test_tsp_figures():
     assert pointer.tsp_score(square, truth, np.array([[1, 2, 3, 0]]))["valid"] == 0.0
 
 
-@pytest.mark.parametrize("name", sorted(pointer.TASKS))
+@pytest.mark.parametrize("name", sorted(pointer.SPECS))
 def test_training_sets_mix_sizes_pad_and_repeat_from_the_seed(name):
-    task = pointer.TASKS[name]
+    task = pointer.SPECS[name]
     low, high = 5, 8
     points, lengths, answers = pointer.training_set(task, 3, 40, low, high)
     assert points.shape == (40, high, task.point_dim) and answers.shape == (40, high)

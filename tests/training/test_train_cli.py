@@ -25,7 +25,7 @@ def test_number_words():
 
 
 def test_killed_run_resumes_from_its_backup(tmp_path):
-    command = [sys.executable, "-m", "training.cli", "train", "translator", *SMALL,
+    command = [sys.executable, "-m", "keras_attn.training.cli", "train", "translator", *SMALL,
                "--epochs", "3", "--work-dir", str(tmp_path / "work"), "--no-export"]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, env=_env(), cwd=tmp_path)
@@ -59,7 +59,7 @@ def test_jax_training_needs_no_tensorflow_until_export(tmp_path):
         "        if name.split('.')[0] == 'tensorflow':\n"
         "            raise ImportError('tensorflow is blocked while training')\n"
         "sys.meta_path.insert(0, NoTensorFlow())\n"
-        "from training import cli\n"
+        "from keras_attn.training import cli\n"
         f"cli.main(['train', 'translator', *{SMALL!r}, '--epochs', '1', '--work-dir', "
         f"{str(tmp_path / 'work')!r}, '--output-dir', {str(tmp_path / 'saved')!r}])\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow')\n"
@@ -75,7 +75,7 @@ def test_jax_training_needs_no_tensorflow_until_export(tmp_path):
 
 
 def test_tsv_data_trains_and_reports_bleu(tmp_path, capsys):
-    from training import cli
+    from keras_attn.training import cli
 
     data = write_numbers_tsv(tmp_path / "numbers.tsv", count=2000)
     with open(data, "a", encoding="utf-8") as f:

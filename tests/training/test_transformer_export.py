@@ -11,9 +11,10 @@ pytestmark = TENSORFLOW_BACKEND_ONLY
 
 
 def test_transformer_trains_exports_and_serves_as_keras_decodes(tmp_path):
-    from training import cli
-    from training.data.dates import generate_pairs
-    from training.tasks.translator import load_run, translate_texts
+    from keras_attn.training import cli
+    from keras_attn.training.runner import load_run
+    from keras_attn.training.tasks.translator.dates import generate_pairs
+    from keras_attn.training.tasks.translator.task import translate_texts
 
     work, out = str(tmp_path / "work"), str(tmp_path / "saved_models")
     cli.main(["train", "translator", "--model", "transformer", "--train-size", "1500",
@@ -22,7 +23,8 @@ def test_transformer_trains_exports_and_serves_as_keras_decodes(tmp_path):
     export = os.path.join(out, "transformer", "1")
     assert os.path.exists(os.path.join(export, "saved_model.pb"))
     assert not os.path.exists(os.path.join(out, "translator"))
-    model, src, tgt, meta = load_run(work)
+    run, model, assets, _ = load_run(work)
+    src, tgt, meta = assets["source_vocab"], assets["target_vocab"], run.settings
     assert meta["model"] == "transformer" and model.name == "transformer"
 
     texts = [s for s, _ in generate_pairs(50, seed=7)]

@@ -4,28 +4,39 @@ machine's `ntm-copy`, `ntm-repeat-copy`, `ntm-associative-recall` and
 differentiable neural computer, `dnc-copy` and `dnc-repeat-copy` (Graves et al.
 2016; repeat copy is the training task of DeepMind's reference code).
 
-Every batch is generated from the seed (`training.data.algorithmic`), so there is
-no dataset to ship and no epoch: training runs until `--sequences` have been seen,
+Every batch is generated from the seed (`algorithmic`), so there is no dataset
+to ship and no epoch: training runs until `--sequences` have been seen,
 checking the mean bit errors on a fixed validation set every `--check-every`
 sequences, and stops early once they have stayed below `--target-errors` for
 `--patience` checks in a row. The learning curve (cost and bit errors against
 sequences seen) is saved with the run.
 """
 
-import argparse
 import dataclasses
 import math
-import os
 import time
 from typing import Callable
 
+import keras
 import numpy as np
 
-from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
-from training.data import algorithmic
-from training.runtime import JIT_HELP, resolve_jit
+from keras_attn.models.dnc import DNCConfig, build_dnc
+from keras_attn.models.ntm import (
+    NTMConfig,
+    bit_errors,
+    bits_per_sequence,
+    build_ntm,
+    compile_ntm,
+)
+from keras_attn.training.arguments import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from keras_attn.training.task import Task
+from keras_attn.training.tasks.ntm import algorithmic
 
-EXPORT_ROOT = "saved_models"
 # Sequences are padded to a multiple of this many steps: one compiled step per
 # bucket instead of one per length (or one for the longest, three times slower).
 STEP_BUCKET = 8
@@ -71,7 +82,7 @@ def _uniform(name, low, high):
     return lambda rng: {name: int(rng.integers(low, high + 1))}
 
 
-TASKS = {
+SPECS = {
     "ntm-copy": BitTask(
         name="ntm-copy",
         summary="NTM copy: 8-bit vectors, lengths 1–20 (tested to length 50)",
@@ -135,8 +146,8 @@ def _for_dnc(task):
                                architecture="dnc")
 
 
-TASKS.update({task.name: task for task in map(_for_dnc, (TASKS["ntm-copy"],
-                                                         TASKS["ntm-repeat-copy"]))})
+SPECS.update({task.name: task for task in map(_for_dnc, (SPECS["ntm-copy"],
+                                                         SPECS["ntm-repeat-copy"]))})
 VALIDATION_EACH = 16
 
 
@@ -144,8 +155,7 @@ def bucketed(steps):
     return STEP_BUCKET * math.ceil(steps / STEP_BUCKET)
 
 
-def add_arguments(parser, task_name):
-    task = TASKS[task_name]
+def add_arguments(parser, task):
     if task.architecture == "dnc":
         model = parser.add_argument_group("model (DNC, LSTM controller)")
         model.add_argument("--memory-size", type=positive_int, default=64,
@@ -166,7 +176,6 @@ def add_arguments(parser, task_name):
     fit = parser.add_argument_group("training")
     fit.add_argument("--sequences", type=positive_int, default=task.sequences,
                      help="the training budget, in sequences")
-    fit.add_argument("--batch-size", type=positive_int, default=8)
     fit.add_argument("--learning-rate", type=positive_float,
                      default=3e-4, help="RMSprop, momentum 0.9")
     fit.add_argument("--clipnorm", type=positive_float, default=10.0)
@@ -178,17 +187,6 @@ def add_arguments(parser, task_name):
                      help="stop after this many converged checks in a row (0: never stop early)")
     fit.add_argument("--test-sequences", type=positive_int,
                      default=1000, help="per figure after training")
-    fit.add_argument("--seed", type=non_negative_int, default=0)
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None, help=JIT_HELP)
-    fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    out = parser.add_argument_group("output")
-    out.add_argument("--output-dir", default=EXPORT_ROOT,
-                     help=f"export root: writes OUTPUT_DIR/{task_name}/<next version>/")
-    out.add_argument("--work-dir", default=os.path.join("runs", task_name))
-    out.add_argument("--no-export", action="store_true")
-    out.add_argument("--quiet", action="store_true", help="no per-check lines")
-
-
 def model_config(task, args):
     shared = {
         "input_bits": task.model["input_bits"],
@@ -199,11 +197,7 @@ def model_config(task, args):
         "controller_units": args.controller_units,
     }
     if task.architecture == "dnc":
-        from models.dnc import DNCConfig
-
         return DNCConfig(**shared)
-    from models.ntm import NTMConfig
-
     return NTMConfig(
         **shared,
         write_heads=args.write_heads,
@@ -223,10 +217,7 @@ def validation_set(task, seed):
 
 def errors_and_cost(model, x, y, batch_size=500):
     """Per sequence: (bit errors, cost in bits), from the Keras model."""
-    from keras import ops
-
-    from models.ntm import bit_errors, bits_per_sequence
-
+    ops = keras.ops
     logits = model.predict(x, batch_size=batch_size, verbose=0)
     logits = ops.convert_to_tensor(np.asarray(logits, "float32"))
     target = ops.convert_to_tensor(y)
@@ -293,114 +284,117 @@ class Monitor:
         return self.diverged or bool(self.patience and self._streak >= self.patience)
 
 
-def fit_model(task, args):
-    """Builds, compiles and trains; returns `(model, meta, monitor, seconds)`.
 
-    A loop of `train_on_batch`, not `fit`: each batch has its own number of steps,
-    which `fit` on TensorFlow cannot take from a generator (it fixes the shapes it
-    saw in the first two batches).
-    """
-    import keras
+class BitSequenceTask(Task):
+    """One `BitTask` as a registered `Task` (trained by its own loop, not `fit`)."""
 
-    from models.dnc import build_dnc
-    from models.ntm import build_ntm, compile_ntm
+    batch_size = 8
+    uses_fit = False
+    assets = ("curve.json",)
 
-    config = model_config(task, args)
-    build = build_dnc if task.architecture == "dnc" else build_ntm
-    model = compile_ntm(build(config), learning_rate=args.learning_rate,
-                        clipnorm=args.clipnorm, jit_compile=resolve_jit(args.jit))
-    batches_per_check = max(1, args.check_every // args.batch_size)
-    check_every = batches_per_check * args.batch_size
-    x, y = validation_set(task, args.seed)
-    monitor = Monitor(args.target_errors, args.patience)
-    start = time.time()
-    for check in range(math.ceil(args.sequences / check_every)):
-        losses = [
-            # train_on_batch resets the metrics: its loss is the batch's own.
-            model.train_on_batch(*training_batch(task, args.seed, args.batch_size, check, index),
-                                 return_dict=True)["loss"]
-            for index in range(batches_per_check)
-        ]
-        errors, cost = errors_and_cost(model, x, y)
-        point = {"sequences": (check + 1) * check_every,
-                 "train_cost_bits": float(np.mean(losses)),
-                 "validation_bit_errors": float(np.mean(errors)),
-                 "validation_cost_bits": float(np.mean(cost)), "seconds": time.time() - start}
-        stop = monitor.record(point)
-        if not args.quiet:
-            print(f"  {point['sequences']:>7} sequences  cost {point['train_cost_bits']:8.3f} "
-                  f"bits  validation bit errors {point['validation_bit_errors']:7.3f}  "
-                  f"({point['seconds']:.0f} s)", flush=True)
-        if stop:
-            break
-    meta = {"task": task.name, "architecture": task.architecture,
-            "backend": keras.backend.backend(),
-            "batch_size": args.batch_size, "learning_rate": args.learning_rate,
-            "seed": args.seed, **dataclasses.asdict(config)}
-    return model, meta, monitor, time.time() - start
+    def __init__(self, spec):
+        self.spec = spec
+        self.name, self.summary = spec.name, spec.summary
 
+    def add_arguments(self, parser):
+        add_arguments(parser, self.spec)
 
-def load_run(run_dir):
-    import models.ntm  # noqa: F401  (registers the layers)
-    from training import runtime
+    def prepare(self, args):
+        print(f"{self.name}: {self.summary}; up to {args.sequences} sequences, batch "
+              f"{args.batch_size}, on {keras.backend.backend()}", flush=True)
+        return None
 
-    return runtime.load_run(run_dir)
+    def build_model(self, args, data, jit_compile):
+        config = model_config(self.spec, args)
+        build = build_dnc if self.spec.architecture == "dnc" else build_ntm
+        return config, compile_ntm(build(config), learning_rate=args.learning_rate,
+                                   clipnorm=args.clipnorm, jit_compile=jit_compile)
 
+    def fit(self, model, data, args, callbacks, verbose):
+        """A loop of `train_on_batch`, not `fit`: each batch has its own number of steps,
+        which `fit` on TensorFlow cannot take from a generator (it fixes the shapes it
+        saw in the first two batches)."""
+        task = self.spec
+        batches_per_check = max(1, args.batch_size and args.check_every // args.batch_size)
+        check_every = batches_per_check * args.batch_size
+        checks = math.ceil(args.sequences / check_every)
+        x, y = validation_set(task, args.seed)
+        monitor = Monitor(args.target_errors, args.patience)
+        progress = keras.utils.Progbar(checks * check_every, unit_name="sequence",
+                                       verbose=verbose,
+                                       stateful_metrics=["cost", "validation_bit_errors"])
+        start = time.time()
+        for check in range(checks):
+            losses = []
+            for index in range(batches_per_check):
+                # train_on_batch resets the metrics: its loss is the batch's own.
+                losses.append(model.train_on_batch(
+                    *training_batch(task, args.seed, args.batch_size, check, index),
+                    return_dict=True)["loss"])
+                progress.update(check * check_every + (index + 1) * args.batch_size,
+                                [("cost", losses[-1])])
+            errors, cost = errors_and_cost(model, x, y)
+            point = {"sequences": (check + 1) * check_every,
+                     "train_cost_bits": float(np.mean(losses)),
+                     "validation_bit_errors": float(np.mean(errors)),
+                     "validation_cost_bits": float(np.mean(cost)),
+                     "seconds": time.time() - start}
+            stop = monitor.record(point)
+            progress.update(point["sequences"],
+                            [("validation_bit_errors", point["validation_bit_errors"])],
+                            finalize=stop or check == checks - 1)
+            if stop:
+                break
+        self.monitor = monitor
+        seen = monitor.curve[-1]["sequences"] if monitor.curve else 0
+        reached = monitor.converged_at
+        print(f"validation bit errors < {args.target_errors} first after "
+              f"{reached['sequences']} sequences" if reached else
+              f"validation bit errors never < {args.target_errors}"
+              + ("; stopped: the loss was not finite" if monitor.diverged else ""))
+        return {"sequences": seen, "converged_at": reached, "diverged": monitor.diverged,
+                "records": {"curve": monitor.curve}}
 
-def train(args):
-    import keras
+    def settings(self, args, data, config):
+        return {"architecture": self.spec.architecture, "seed": args.seed,
+                "learning_rate": args.learning_rate, "test_sequences": args.test_sequences,
+                "input_bits": config.input_bits, "output_bits": config.output_bits,
+                "memory_size": config.memory_size, "read_heads": config.read_heads,
+                "write_heads": getattr(config, "write_heads", 1)}
 
-    from training.runtime import export_and_report, save_run, set_seed
+    def evaluate(self, model, meta, assets, args=None, data=None):
+        settings = meta.settings
+        results = figures(model, self.spec, int(settings["seed"]),
+                          int(settings["test_sequences"]))
+        print(f"{args.run_dir}:" if args is not None else
+              f"test ({settings['test_sequences']} fresh sequences each):")
+        print_figures(results)
+        return results
 
-    task = TASKS[args.task]
-    if args.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
-    set_seed(args.seed)
-    os.makedirs(args.work_dir, exist_ok=True)
-    print(f"{task.name}: {task.summary}; up to {args.sequences} sequences, batch "
-          f"{args.batch_size}, on {keras.backend.backend()}", flush=True)
-    model, meta, monitor, seconds = fit_model(task, args)
-    seen = monitor.curve[-1]["sequences"] if monitor.curve else 0
-    results = {
-        "sequences": seen,
-        "train_seconds": seconds,
-        "converged_at": monitor.converged_at,
-        "diverged": monitor.diverged,
-        "test": figures(model, task, args.seed, args.test_sequences),
-    }
-    meta["figures"], meta["test_sequences"] = results, args.test_sequences
-    save_run(args.work_dir, model, meta, curve=monitor.curve)
-    reached = monitor.converged_at
-    print(f"trained on {seen} sequences in {seconds:.0f} s; " + (
-        f"validation bit errors < {args.target_errors} first after {reached['sequences']} "
-        "sequences" if reached else f"validation bit errors never < {args.target_errors}"
-    ) + ("; stopped: the loss was not finite" if monitor.diverged else ""))
-    print(f"test ({args.test_sequences} fresh sequences each):")
-    print_figures(results["test"])
-    results["export"] = None
-    if not args.no_export:
-        results["export"] = export_and_report(task.name, args.work_dir, args.output_dir)
-    return results
+    def export_archive(self, model, meta, assets):
+        from keras_attn.training.tasks.ntm.export import archive
 
+        return archive(model, meta.settings)
 
-def evaluate(args):
-    """The test figures of a run directory (or an export's assets.extra/): the same
-    sequences as at the end of training."""
-    if args.data:
-        raise SystemExit(f"evaluate {args.task}: the sequences are generated; `--data` is not used")
-    model, meta = load_run(args.run_dir)
-    task = TASKS[meta["task"]]
-    results = figures(model, task, int(meta.get("seed", 0)), int(meta.get("test_sequences", 1000)))
-    print(f"{args.run_dir}:")
-    print_figures(results)
-    return results
+    def add_predict_arguments(self, parser):
+        for name in self.spec.example:
+            parser.add_argument(f"--{name}", type=positive_int,
+                                help=f"the generated example's {name}")
+        parser.add_argument("--seed", type=non_negative_int, default=0,
+                            help="the generated example's seed")
+        parser.add_argument("--sequence-file",
+                            help="run this sequence instead (.npy, or text: a step a line) and "
+                            "print the output")
 
+    def predict(self, version_dir, meta, args):
+        from keras_attn.training.tasks.ntm.predict import run_bit_sequence
 
-def export(run_dir, export_root):
-    from training import export as export_lib
+        return run_bit_sequence(self, version_dir, meta, args)
 
-    model, meta = load_run(run_dir)
-    return export_lib.export_ntm(model, meta, export_root, meta["task"], run_dir)
+    def plot(self, prediction, path):
+        from keras_attn.training.tasks.ntm.predict import plot_ntm
+
+        plot_ntm(*prediction, path)
 
 
 # -- inputs for `predict` ----------------------------------------------------------------

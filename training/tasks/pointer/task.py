@@ -1,24 +1,34 @@
 """The pointer-network tasks: `pointer-sort`, `pointer-hull` and `pointer-tsp`.
 
-Each trains `models.pointer_net` by teacher forcing with `model.fit` on a training
-set generated from the seed (`training.data.points`), point sets of mixed sizes
+Each trains `keras_attn.models.pointer_net` by teacher forcing with `model.fit` on a
+training set generated from the seed (`points`), point sets of mixed sizes
 padded to the largest, and reports its figures on fresh test sets of one size
 each (10,000 instances by default, seeded apart from training).
 """
 
-import argparse
 import dataclasses
-import os
 import time
 from typing import Callable
 
+import keras
 import numpy as np
 
-from training.arguments import non_negative_float, non_negative_int, positive_float, positive_int
-from training.data import points as geometry
-from training.runtime import JIT_HELP, resolve_jit
+from keras_attn.models.pointer_net import (
+    PointerNetConfig,
+    build_pointer_net,
+    compile_pointer_net,
+    decode,
+    teacher_forcing,
+)
+from keras_attn.training.arguments import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from keras_attn.training.task import Task
+from keras_attn.training.tasks.pointer import points as geometry
 
-EXPORT_ROOT = "saved_models"
 VALIDATION_INSTANCES = 2000
 
 
@@ -110,7 +120,7 @@ def tsp_score(points, truths, predictions):
     }
 
 
-TASKS = {
+SPECS = {
     "pointer-sort": PointTask(
         name="pointer-sort",
         summary="pointer network: sort N ∈ [5, 10] uniform floats (indices in increasing order)",
@@ -133,8 +143,7 @@ TASKS = {
 }
 
 
-def add_arguments(parser, task_name):
-    task = TASKS[task_name]
+def add_arguments(parser, task):
     data = parser.add_argument_group("data")
     data.add_argument("--min-points", type=positive_int,
                       default=task.sizes[0], help="smallest training N")
@@ -146,7 +155,6 @@ def add_arguments(parser, task_name):
     data.add_argument("--test-instances", type=positive_int, default=10_000, help="per test size")
     data.add_argument("--test-sizes", default=",".join(map(str, task.test_sizes)),
                       help="the N of each test figure, comma-separated")
-    data.add_argument("--seed", type=non_negative_int, default=0)
     model = parser.add_argument_group("model")
     model.add_argument("--encoder", choices=("set", "lstm"), default="set",
                        help="set: self-attention, order-invariant; lstm: Vinyals et al. 2015")
@@ -159,24 +167,12 @@ def add_arguments(parser, task_name):
                        help="the longest point set the model (and its export) accepts")
     fit = parser.add_argument_group("training")
     fit.add_argument("--epochs", type=positive_int, default=task.epochs)
-    fit.add_argument("--batch-size", type=positive_int, default=128)
     fit.add_argument("--learning-rate", type=positive_float, default=1e-3,
                      help="Adam: warmed up linearly, then cosine-decayed to 1/20")
     fit.add_argument("--warmup-steps", type=non_negative_int, default=500)
     fit.add_argument("--clipnorm", type=positive_float, default=1.0)
     fit.add_argument("--beam-width", type=positive_int, default=max(task.beam_widths),
                      help="the export's decoder (1: greedy)")
-    fit.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None, help=JIT_HELP)
-    fit.add_argument("--mixed-precision", action="store_true", help="mixed_float16 policy")
-    fit.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=None)
-    out = parser.add_argument_group("output")
-    out.add_argument("--output-dir", default=EXPORT_ROOT,
-                     help=f"export root: writes OUTPUT_DIR/{task_name}/<next version>/")
-    out.add_argument("--work-dir", default=os.path.join("runs", task_name))
-    out.add_argument("--no-export", action="store_true")
-    out.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
 # -- data ----------------------------------------------------------------------------------
 def instances(task, rng, count, n):
     """`count` point sets of exactly `n` points with their answers `(count, n)`."""
@@ -204,8 +200,6 @@ def training_set(task, seed, count, min_points, max_points, stream=0):
 
 
 def model_inputs(task, points, lengths, answers):
-    from models.pointer_net import teacher_forcing
-
     start = task.model.get("start_index")
     # A start point is given, not predicted: it is not a target.
     tokens, targets, weights = teacher_forcing(answers if start is None else answers[:, 1:],
@@ -220,8 +214,6 @@ def test_sets(task, seed, count, sizes):
 
 # -- the model -----------------------------------------------------------------------------
 def model_config(task, args):
-    from models.pointer_net import PointerNetConfig
-
     return PointerNetConfig(
         point_dim=task.point_dim, encoder=args.encoder, units=args.units,
         encoder_layers=args.encoder_layers, heads=args.heads, glimpses=args.glimpses,
@@ -231,10 +223,7 @@ def model_config(task, args):
 
 def predict_indices(model, points, lengths=None, beam_width=1, select="log_prob", chunk=None):
     """Decoded indices `(count, N)` (and log-probabilities) in chunks."""
-    from keras import ops
-
-    from models.pointer_net import decode
-
+    ops = keras.ops
     chunk = chunk or (5000 if beam_width == 1 else max(200, 40_000 // beam_width))
     indices, log_probs = [], []
     for start in range(0, len(points), chunk):
@@ -276,61 +265,6 @@ def print_figures(results):
             print(f"  {size:<6} {label:<20} {shown}")
 
 
-def fit_model(task, args):
-    """Generates the data, builds, compiles and trains; returns `(model, meta, history,
-    seconds)`."""
-    import keras
-
-    from models.pointer_net import build_pointer_net, compile_pointer_net
-    from training.runtime import run_callbacks
-
-    if not 3 <= args.min_points <= args.max_points <= args.supported_points:
-        raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; received "
-                         f"{args.min_points}, {args.max_points}, {args.supported_points}")
-    if task.name == "pointer-tsp" and args.max_points > 12:
-        raise SystemExit(f"pointer-tsp trains on exact tours (Held–Karp, exponential in N): "
-                         f"--max-points ≤ 12; received {args.max_points}")
-    start = time.time()
-    train = training_set(task, args.seed, args.train_instances, args.min_points, args.max_points)
-    validation = training_set(task, args.seed, args.validation_instances, args.min_points,
-                              args.max_points, stream=1)
-    data_seconds = time.time() - start
-    if not args.quiet:
-        print(f"generated {args.train_instances} training instances in {data_seconds:.0f} s",
-              flush=True)
-    config = model_config(task, args)
-    model = build_pointer_net(config)
-    steps = args.epochs * -(-args.train_instances // args.batch_size)
-    warmup = min(args.warmup_steps, steps // 2)
-    # Without the warm-up, the hull run of seed 0 sat on a plateau (loss 0.71, step
-    # accuracy 0.26) for its whole first epoch; with it, it learns from the start.
-    schedule = keras.optimizers.schedules.CosineDecay(
-        0.0 if warmup else args.learning_rate, steps - warmup, alpha=0.05,
-        warmup_target=args.learning_rate if warmup else None, warmup_steps=warmup)
-    compile_pointer_net(model, learning_rate=schedule, clipnorm=args.clipnorm,
-                        jit_compile=resolve_jit(args.jit))
-    x, y, w = model_inputs(task, *train)
-    vx, vy, vw = model_inputs(task, *validation)
-    history = model.fit(x, y, sample_weight=w, batch_size=args.batch_size, epochs=args.epochs,
-                        validation_data=(vx, vy, vw), verbose=0 if args.quiet else 2,
-                        callbacks=run_callbacks(args.work_dir, args.tensorboard))
-    meta = {"task": task.name, "backend": keras.backend.backend(), "seed": args.seed,
-            "batch_size": args.batch_size, "learning_rate": args.learning_rate,
-            "warmup_steps": warmup, "epochs": args.epochs,
-            "train_instances": args.train_instances,
-            "validation_instances": args.validation_instances,
-            "train_sizes": [args.min_points, args.max_points], "beam_width": args.beam_width,
-            "data_seconds": data_seconds, **dataclasses.asdict(config)}
-    return model, meta, history.history, time.time() - start
-
-
-def load_run(run_dir):
-    import models.pointer_net  # noqa: F401  (registers the layers)
-    from training import runtime
-
-    return runtime.load_run(run_dir)
-
-
 def test_sizes_of(text):
     try:
         sizes = tuple(int(t) for t in text.split(",") if t.strip())
@@ -342,56 +276,105 @@ def test_sizes_of(text):
     return sizes
 
 
-def train(args):
-    import keras
 
-    from training.runtime import export_and_report, save_run, set_seed
+class PointerTask(Task):
+    """One `PointTask` as a registered `Task`."""
 
-    task = TASKS[args.task]
-    sizes = test_sizes_of(args.test_sizes)
-    if task.name == "pointer-tsp" and max(sizes) > 12:
-        raise SystemExit("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
-    if args.mixed_precision:
-        keras.config.set_dtype_policy("mixed_float16")
-    set_seed(args.seed)
-    os.makedirs(args.work_dir, exist_ok=True)
-    print(f"{task.name}: {task.summary}; {args.train_instances} instances × {args.epochs} "
-          f"epochs, batch {args.batch_size}, on {keras.backend.backend()}", flush=True)
-    model, meta, history, seconds = fit_model(task, args)
-    print(f"trained in {seconds:.0f} s (data {meta['data_seconds']:.0f} s)", flush=True)
-    results = figures(model, task, args.seed, args.test_instances, sizes, args.beam_width)
-    meta.update(figures=results, test_instances=args.test_instances, test_sizes=list(sizes),
-                train_seconds=seconds)
-    save_run(args.work_dir, model, meta, history=history)
-    print(f"test ({args.test_instances} fresh instances per size):")
-    print_figures(results)
-    results = {"figures": results, "train_seconds": seconds, "export": None}
-    if not args.no_export:
-        results["export"] = export_and_report(task.name, args.work_dir, args.output_dir)
-    return results
+    batch_size = 128
+    assets = ("history.json",)
 
+    def __init__(self, spec):
+        self.spec = spec
+        self.name, self.summary = spec.name, spec.summary
 
-def evaluate(args):
-    """The test figures of a run directory (or an export's assets.extra/)."""
-    if args.data:
-        raise SystemExit(f"evaluate {args.task}: the point sets are generated; `--data` is not "
-                         "used")
-    model, meta = load_run(args.run_dir)
-    task = TASKS[meta["task"]]
-    results = figures(model, task, int(meta.get("seed", 0)),
-                      int(meta.get("test_instances", 10_000)),
-                      tuple(meta.get("test_sizes", task.test_sizes)),
-                      int(meta.get("beam_width", 1)))
-    print(f"{args.run_dir}:")
-    print_figures(results)
-    return results
+    def add_arguments(self, parser):
+        add_arguments(parser, self.spec)
 
+    def prepare(self, args):
+        task = self.spec
+        self.test_sizes = test_sizes_of(args.test_sizes)
+        if task.name == "pointer-tsp" and max(self.test_sizes) > 12:
+            raise SystemExit("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
+        if not 3 <= args.min_points <= args.max_points <= args.supported_points:
+            raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; "
+                             f"received {args.min_points}, {args.max_points}, "
+                             f"{args.supported_points}")
+        if task.name == "pointer-tsp" and args.max_points > 12:
+            raise SystemExit(f"pointer-tsp trains on exact tours (Held–Karp, exponential in N): "
+                             f"--max-points ≤ 12; received {args.max_points}")
+        print(f"{task.name}: {task.summary}; {args.train_instances} instances × {args.epochs} "
+              f"epochs, batch {args.batch_size}, on {keras.backend.backend()}", flush=True)
+        start = time.time()
+        train = training_set(task, args.seed, args.train_instances, args.min_points,
+                             args.max_points)
+        validation = training_set(task, args.seed, args.validation_instances, args.min_points,
+                                  args.max_points, stream=1)
+        self.data_seconds = time.time() - start
+        if not args.quiet:
+            print(f"generated {args.train_instances} training instances in "
+                  f"{self.data_seconds:.0f} s", flush=True)
+        return {"train": model_inputs(task, *train), "validation": model_inputs(task, *validation)}
 
-def export(run_dir, export_root):
-    from training import export as export_lib
+    def build_model(self, args, data, jit_compile):
+        config = model_config(self.spec, args)
+        model = build_pointer_net(config)
+        steps = args.epochs * -(-args.train_instances // args.batch_size)
+        self.warmup = min(args.warmup_steps, steps // 2)
+        # Without the warm-up, the hull run of seed 0 sat on a plateau (loss 0.71, step
+        # accuracy 0.26) for its whole first epoch; with it, it learns from the start.
+        schedule = keras.optimizers.schedules.CosineDecay(
+            0.0 if self.warmup else args.learning_rate, steps - self.warmup, alpha=0.05,
+            warmup_target=args.learning_rate if self.warmup else None,
+            warmup_steps=self.warmup)
+        return config, compile_pointer_net(model, learning_rate=schedule,
+                                           clipnorm=args.clipnorm, jit_compile=jit_compile)
 
-    model, meta = load_run(run_dir)
-    return export_lib.export_pointer(model, meta, export_root, meta["task"], run_dir)
+    def fit_arguments(self, model, data, args):
+        x, y, w = data["train"]
+        return {"x": x, "y": y, "sample_weight": w, "batch_size": args.batch_size,
+                "epochs": args.epochs, "validation_data": data["validation"]}
+
+    def settings(self, args, data, config):
+        return {"seed": args.seed, "learning_rate": args.learning_rate,
+                "warmup_steps": self.warmup, "train_instances": args.train_instances,
+                "validation_instances": args.validation_instances,
+                "train_sizes": [args.min_points, args.max_points],
+                "beam_width": args.beam_width, "data_seconds": self.data_seconds,
+                "test_instances": args.test_instances, "test_sizes": list(self.test_sizes),
+                "point_dim": config.point_dim, "max_points": config.max_points,
+                "start_index": config.start_index}
+
+    def evaluate(self, model, meta, assets, args=None, data=None):
+        settings = meta.settings
+        results = figures(model, self.spec, int(settings["seed"]),
+                          int(settings["test_instances"]), tuple(settings["test_sizes"]),
+                          int(settings["beam_width"]))
+        print(f"{args.run_dir}:" if args is not None else
+              f"test ({settings['test_instances']} fresh instances per size):")
+        print_figures(results)
+        return results
+
+    def export_archive(self, model, meta, assets):
+        from keras_attn.training.tasks.pointer.export import archive
+
+        return archive(model, meta.settings)
+
+    def add_predict_arguments(self, parser):
+        parser.add_argument("--points", help="one point set, e.g. '0.1 0.2; 0.5 0.9; …'")
+        parser.add_argument("--points-file", help="a point set (.npy, or text: a point a line)")
+        parser.add_argument("--n", type=positive_int, help="a generated point set of N points")
+        parser.add_argument("--seed", type=non_negative_int, default=0,
+                            help="the generated point set's seed")
+
+    def predict(self, version_dir, meta, args):
+        from keras_attn.training.tasks.pointer.predict import point_to
+
+        return point_to(self, version_dir, meta, args)
+
+    def plot(self, prediction, path):
+        from keras_attn.training.tasks.pointer.predict import plot_points
+
+        plot_points(*prediction, path)
 
 
 # -- inputs for `predict` --------------------------------------------------------------------
@@ -430,11 +413,21 @@ def read_points(path, point_dim, supported):
 
 
 def parse_points(text, point_dim, supported):
-    """`"x y; x y; …"` (or `"v v v"` for one coordinate)."""
+    """`"x y; x y; …"`: points separated by `;`, each with `point_dim` coordinates
+    (separated by spaces or commas); without a `;`, the numbers are taken
+    `point_dim` at a time (`"v v v"` for one coordinate)."""
+    rows = [r for r in text.split(";") if r.strip()] if ";" in text else [text]
     try:
-        values = [float(v) for v in text.replace(";", " ").replace(",", " ").split()]
+        rows = [[float(v) for v in row.replace(",", " ").split()] for row in rows]
     except ValueError:
         raise ValueError(f"--points must be numbers; received {text!r}.") from None
+    if ";" in text:
+        wrong = [len(r) for r in rows if len(r) != point_dim]
+        if wrong:
+            raise ValueError(f"--points: each point (between ';') needs {point_dim} "
+                             f"coordinate(s), as the model was trained; received a point with "
+                             f"{wrong[0]}.")
+    values = [v for row in rows for v in row]
     if len(values) % point_dim:
         raise ValueError(f"--points needs {point_dim} coordinate(s) a point; received "
                          f"{len(values)} numbers.")

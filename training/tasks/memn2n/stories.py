@@ -18,7 +18,7 @@ The stories are written as bAbI-format lines and read back with
 
 import numpy as np
 
-from training.data.babi import parse_babi
+from keras_attn.training.tasks.memn2n.babi import parse_babi
 
 KINDS = {
     1: "single-supporting-fact",

@@ -1,0 +1,175 @@
+"""The `Task` interface: what one model family knows, behind the runner and the CLI.
+
+A task is a plug-in. `keras_attn.training.runner` owns what every task shares
+(the common flags, seed, precision, callbacks, the run folder and its
+`RunMeta`, the export's version folders, the export subprocess); a task owns
+its flags, data, model, training loop if it is not `fit`, figures, export
+signature, and how `predict` reads its inputs and shows its outputs. Adding a
+model is one folder under `training/tasks/` and one line in its registry.
+"""
+
+import abc
+import argparse
+import dataclasses
+import json
+from typing import Any
+
+FORMAT = 2  # RunMeta's layout; bumped when a field's meaning changes
+
+
+@dataclasses.dataclass
+class RunMeta:
+    """A run folder's `meta.json` (and an export's `assets.extra/meta.json`).
+
+    Attributes:
+        task: the task's registry name.
+        name: the model's name: its run folder and its export folder.
+        config: the model's config dataclass, as a dict.
+        settings: what the task needs besides the model to evaluate, export and
+            predict (lengths, preprocessing, the export's decoder, ...).
+        data: where the data came from (`{"source": "built-in"}` or a path and
+            its size), so a model is never published over another dataset's.
+        training: how it was trained: backend, seed, batch size, epochs or
+            steps run, seconds, devices.
+        format: the layout's version.
+    """
+
+    task: str
+    name: str
+    config: dict
+    settings: dict
+    data: dict
+    training: dict = dataclasses.field(default_factory=dict)
+    format: int = FORMAT
+
+    def save(self, path):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(dataclasses.asdict(self), f, indent=2, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, path):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT:
+            raise SystemExit(
+                f"{path}: a run or export of an older keras-attn (meta.json format "
+                f"{data.get('format', 1)}, expected {FORMAT}); retrain it, or load its "
+                "model.keras with keras.saving.load_model"
+            )
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+class Task(abc.ABC):
+    """One model family on its data: the interface the runner and the CLI use.
+
+    Attributes:
+        name: the CLI name (`keras-attn train NAME`), also the default model name.
+        summary: one line for `--help`.
+        batch_size: the default of the shared `--batch-size`.
+        uses_fit: whether `fit` trains with `keras.Model.fit` (a task with its own
+            loop of `train_on_batch` sets `False`).
+        assets: the files (or folders) `save_assets` writes into the run folder,
+            which an export copies into its `assets.extra/`.
+    """
+
+    name: str
+    summary: str
+    batch_size: int = 32
+    uses_fit: bool = True
+    assets: tuple = ()
+
+    # -- flags -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Adds the task's own `train` flags (the runner adds the shared ones)."""
+
+    def add_evaluate_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Adds the task's own `evaluate` flags (the runner adds `--run-dir`)."""
+        return None  # optional: nothing by default
+
+    def add_predict_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Adds the flags `predict` takes for this task's exports."""
+        return None  # optional: nothing by default
+
+    def jit_default(self, backend: str) -> bool:
+        """Whether the training step is compiled when neither `--jit` nor `--no-jit`
+        is given: yes, except on torch (where Keras's own `"auto"` is off too:
+        `torch.compile` failed on the DNC's step)."""
+        return backend != "torch"
+
+    # -- data and model ----------------------------------------------------------------
+    def base_name(self, args: argparse.Namespace) -> str:
+        """The model's name with the built-in data (the task's name by default)."""
+        return self.name
+
+    def data_source(self, args: argparse.Namespace) -> dict:
+        """Where `args` take the data from; `path` (a file or folder) for a user's own
+        data, which names the model (`<base name>-<stem>`) unless `--name` is given."""
+        return {"source": "built-in"}
+
+    @abc.abstractmethod
+    def prepare(self, args: argparse.Namespace) -> Any:
+        """Loads or generates the data (and prints what it holds)."""
+
+    @abc.abstractmethod
+    def build_model(self, args: argparse.Namespace, data: Any, jit_compile: bool):
+        """`(config, model)`: the config dataclass and the compiled model."""
+
+    def fit(self, model, data, args, callbacks, verbose) -> dict:
+        """Trains `model`; returns what ran (`{"epochs": …}` or `{"sequences": …}`,
+        kept in `RunMeta.training`) and, under `"records"`, curves to save in the run
+        folder as `<name>.json`. The default runs `model.fit` on `fit_arguments`."""
+        history = model.fit(**self.fit_arguments(model, data, args), callbacks=callbacks,
+                            verbose=verbose)
+        return {"epochs": len(history.epoch), "records": {"history": history.history}}
+
+    def fit_arguments(self, model, data, args) -> dict:
+        """The data and epochs of `model.fit` (`x`, `y`, `validation_data`, …)."""
+        raise NotImplementedError(f"{type(self).__name__} must define fit or fit_arguments")
+
+    def callbacks(self, model, data, args) -> list:
+        """Callbacks of the task's own (a progress report, a schedule)."""
+        return []
+
+    @abc.abstractmethod
+    def settings(self, args: argparse.Namespace, data: Any, config) -> dict:
+        """`RunMeta.settings`: what evaluating, exporting and predicting need."""
+
+    def save_assets(self, run_dir: str, data: Any, meta: RunMeta) -> None:
+        """Writes `assets` beside the model (vocabularies, the test split)."""
+        return None  # optional: nothing by default
+
+    def load_assets(self, run_dir: str, meta: RunMeta) -> Any:
+        """What `save_assets` wrote, read back."""
+        return None
+
+    # -- figures -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def evaluate(self, model, meta: RunMeta, assets, args=None, data=None) -> dict:
+        """The held-out figures, printed and returned: after training on `data`'s test
+        split, or for `keras-attn evaluate` on what `args` name (`--data`)."""
+
+    def show_samples(self, model, meta: RunMeta, assets, data) -> None:
+        """Prints a few held-out predictions after training."""
+        return None  # optional: nothing by default
+
+    # -- serving -----------------------------------------------------------------------
+    @abc.abstractmethod
+    def export_archive(self, model, meta: RunMeta, assets):
+        """The `keras.export.ExportArchive` of the SavedModel (TensorFlow backend);
+        the runner writes it as the next version, atomically."""
+
+    @abc.abstractmethod
+    def predict(self, version_dir: str, meta: RunMeta, args: argparse.Namespace) -> Any:
+        """Runs the export on the inputs `args` give (TensorFlow only), prints the
+        result and returns what `plot` draws."""
+
+    def plot(self, prediction, path: str) -> None:
+        """Draws `predict`'s result (the attention) to `path`."""
+        raise SystemExit(f"predict: a {self.name} export has no figure")
+
+    def check_predict_arguments(self, meta: RunMeta, args: argparse.Namespace) -> None:
+        """Refuses inputs the export cannot take, before TensorFlow loads it."""
+        return None  # optional: nothing by default
+

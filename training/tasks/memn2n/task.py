@@ -1,0 +1,386 @@
+"""The `memn2n` task: bAbI-format question answering with `keras_attn.models.memn2n`.
+
+Default data: built-in stories (`stories`) of four kinds, trained jointly.
+`--data-dir DIR` trains on the real bAbI files there (`--tasks 1` for one task,
+a comma list, or `all`, the default); a validation split is held out from the
+`_train.txt` files, and the `_test.txt` files beside them, when present, give
+the final figure.
+"""
+
+import argparse
+import os
+
+import keras
+import numpy as np
+
+from keras_attn.models.memn2n import (
+    MemN2NConfig,
+    MemN2NSchedule,
+    build_memn2n,
+    compile_memn2n,
+    with_attention,
+)
+from keras_attn.training.arguments import fraction, positive_float, positive_int, probability
+from keras_attn.training.task import Task
+from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
+from keras_attn.training.text import Vocabulary
+
+
+def add_arguments(parser):
+    data = parser.add_argument_group("data")
+    data.add_argument("--data-dir", help="a folder of bAbI qaN_<name>_{train,test}.txt files")
+    data.add_argument("--tasks", default="all", help="bAbI task numbers (e.g. 1 or 1,2,3) or all")
+    data.add_argument(
+        "--kinds",
+        default="all",
+        help="built-in story kinds (numbers or names, comma-separated) or all: "
+        "single-supporting-fact, two-supporting-facts, yes-no, counting",
+    )
+    data.add_argument("--train-questions", type=positive_int,
+                      default=3000, help="built-in, per kind")
+    data.add_argument("--test-questions", type=positive_int,
+                      default=1000, help="built-in, per kind")
+    data.add_argument("--validation-fraction", type=fraction, default=0.1)
+    model = parser.add_argument_group("model")
+    model.add_argument("--memory-size", type=positive_int,
+                       default=50, help="most recent sentences kept")
+    model.add_argument(
+        "--embedding-dim", type=positive_int,
+        help="default 20 for one task, 50 for several (the paper)",
+    )
+    model.add_argument("--hops", type=positive_int, default=3)
+    model.add_argument("--weight-tying", choices=("adjacent", "layerwise"), default="adjacent")
+    model.add_argument("--position-encoding", action=argparse.BooleanOptionalAction, default=True)
+    model.add_argument("--temporal-encoding", action=argparse.BooleanOptionalAction, default=True)
+    model.add_argument("--random-noise", type=probability, default=0.1)
+    model.add_argument("--linear-start", action=argparse.BooleanOptionalAction, default=True)
+    fit = parser.add_argument_group("training")
+    fit.add_argument("--epochs", type=positive_int, help="default 100 for one task, 60 for several")
+    fit.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    fit.add_argument("--learning-rate", type=positive_float,
+                     help="default 0.01 (sgd), 0.001 (adam)")
+    fit.add_argument(
+        "--halve-every", type=positive_int, help="epochs; default 25 for one task, 15 for several"
+    )
+    fit.add_argument("--clipnorm", type=positive_float, default=40.0)
+
+# -- data -------------------------------------------------------------------------
+def _numbers(text, name):
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise SystemExit(f"`{name}` must be numbers separated by commas or `all`; "
+                         f"received {text!r}") from None
+
+
+def _load_babi(path, task=None):
+    """`babi.load_babi_file`; a malformed or non-UTF-8 file stops the command with its
+    `file:line:` message instead of a traceback."""
+    try:
+        return babi.load_babi_file(path, task)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+
+
+def load_questions(args):
+    """`{"train", "validation", "test"}` question lists, plus task names."""
+    if args.data_dir and args.kinds != "all":
+        raise SystemExit("`--kinds` picks the built-in stories; with `--data-dir`, pick bAbI "
+                         f"tasks with `--tasks`; received --kinds {args.kinds!r}")
+    if not args.data_dir and args.tasks != "all":
+        raise SystemExit("`--tasks` picks bAbI files from `--data-dir`; the built-in stories "
+                         "are picked with `--kinds` (1, 2, 6, 7 or their names); received "
+                         f"--tasks {args.tasks!r}")
+    if args.data_dir:
+        try:
+            files = babi.find_task_files(args.data_dir)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+        wanted = sorted(files) if args.tasks == "all" else _numbers(args.tasks, "--tasks")
+        missing = [t for t in wanted if t not in files]
+        if missing:
+            raise SystemExit(f"{args.data_dir}: no qa{missing[0]}_*_train.txt (found tasks "
+                             f"{sorted(files)})")
+        splits = {"train": [], "validation": [], "test": []}
+        for task in wanted:
+            train = _load_babi(files[task]["train"], task)
+            train, validation = babi.split_by_story(train, args.validation_fraction, args.seed)
+            splits["train"] += train
+            splits["validation"] += validation
+            if files[task]["test"]:
+                splits["test"] += _load_babi(files[task]["test"], task)
+        names = {t: files[t]["name"] for t in wanted}
+        return splits, names, "babi"
+    try:
+        kinds = sorted(KINDS) if args.kinds == "all" else sorted(
+            {kind_number(k.strip()) for k in args.kinds.split(",")}
+        )
+    except ValueError as error:
+        raise SystemExit(f"`--kinds`: {error}") from None
+    validation = max(1, round(args.validation_fraction * args.train_questions))
+    splits = {"train": [], "validation": [], "test": []}
+    for kind in kinds:
+        splits["train"] += generate_questions(kind, args.train_questions, seed=args.seed)
+        splits["validation"] += generate_questions(kind, validation, seed=args.seed + 1)
+        splits["test"] += generate_questions(kind, args.test_questions, seed=args.seed + 2)
+    return splits, {k: KINDS[k] for k in kinds}, "built-in"
+
+
+def prepare(args):
+    splits, names, source = load_questions(args)
+    vocab = babi.build_vocabulary(splits["train"])
+    sentence_length, question_length = babi.lengths_of(splits["train"])
+    answers = sorted({vocab.index[babi.normalize_answer(q.answer)] for q in splits["train"]})
+    several = len(names) > 1
+    return {
+        "splits": splits,
+        "names": names,
+        "source": source,
+        "vocab": vocab,
+        "sentence_length": sentence_length,
+        "question_length": question_length,
+        "answer_ids": answers,
+        "several": several,
+    }
+
+
+def arrays(vocab, settings, questions):
+    """`babi.vectorize` with the run's memory and lengths (`RunMeta.settings`)."""
+    return babi.vectorize(questions, vocab, settings["memory_size"],
+                          settings["sentence_length"], settings["question_length"])
+
+
+def task_names(settings):
+    return {int(k): v for k, v in settings["names"].items()}
+
+
+# -- answers and figures ---------------------------------------------------------
+def answer(model, vocab, settings, questions, batch_size=512):
+    """(answers, probabilities, hop attention (n, K, N)) from the Keras model."""
+    return _read(model, vocab, arrays(vocab, settings, questions)[0], batch_size)
+
+
+def _read(model, vocab, x, batch_size=512):
+    reader = with_attention(model)
+    logits, attention = reader.predict(x, batch_size=batch_size, verbose=0)
+    probs = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits),
+                                                         axis=-1))
+    best = probs.argmax(-1)
+    return [vocab.tokens[i] for i in best], probs.max(-1), np.asarray(attention)
+
+
+def figures(model, vocab, settings, questions):
+    """Per-task accuracy and error, and how often attention finds the support."""
+    if not questions:
+        return {}
+    x, _, slots = arrays(vocab, settings, questions)
+    answers, _, attention = _read(model, vocab, x)
+    correct = np.array([a == babi.normalize_answer(q.answer)
+                        for a, q in zip(answers, questions, strict=True)])
+    tasks = np.array([q.task for q in questions])
+    out = {"tasks": {}}
+    for task in sorted(set(tasks.tolist())):
+        rows = tasks == task
+        entry = {"n": int(rows.sum()), "accuracy": float(correct[rows].mean())}
+        entry["error"] = 1.0 - entry["accuracy"]
+        has_support = rows & (slots[:, 0] >= 0)
+        if has_support.any():
+            # "Most weight": the slot with the largest weight summed over the hops.
+            top = attention[has_support].sum(axis=1).argmax(-1)
+            hits = (slots[has_support] == top[:, None]).any(-1)
+            entry["support_attention"] = float(hits.mean())
+            entry["support_attention_per_hop"] = [
+                float((slots[has_support] == attention[has_support][:, k].argmax(-1)[:, None])
+                      .any(-1).mean())
+                for k in range(attention.shape[1])
+            ]
+        out["tasks"][str(task)] = entry
+    errors = [e["error"] for e in out["tasks"].values()]
+    out["mean_error"] = float(np.mean(errors))
+    out["failed"] = int(sum(e > 0.05 for e in errors))
+    out["n"] = len(questions)
+    return out
+
+
+def print_figures(title, figures_, names):
+    print(title)
+    for task, entry in figures_["tasks"].items():
+        name = names.get(int(task), "")
+        line = f"  {task:>2} {name:<26} error {100 * entry['error']:5.1f} %  (n={entry['n']})"
+        if "support_attention" in entry:
+            line += f"  attention on a supporting fact {100 * entry['support_attention']:.0f} %"
+        print(line)
+    print(f"  mean error {100 * figures_['mean_error']:.1f} %, failed (> 5 %): "
+          f"{figures_['failed']} of {len(figures_['tasks'])}")
+
+
+# -- the task ---------------------------------------------------------------------
+
+def model_config(args, data):
+    several = data["several"]
+    return MemN2NConfig(
+        vocab_size=len(data["vocab"]),
+        answer_ids=data["answer_ids"],
+        memory_size=args.memory_size,
+        sentence_length=data["sentence_length"],
+        question_length=data["question_length"],
+        embedding_dim=args.embedding_dim or (50 if several else 20),
+        hops=args.hops,
+        weight_tying=args.weight_tying,
+        position_encoding=args.position_encoding,
+        temporal_encoding=args.temporal_encoding,
+        random_noise=args.random_noise,
+        linear_start=args.linear_start,
+        seed=args.seed,
+    )
+
+
+def schedule_of(args, data, quiet=False):
+    """The paper's schedule: the rate halves every `--halve-every` epochs, linear
+    start at half the rate."""
+    learning_rate = args.learning_rate or (0.01 if args.optimizer == "sgd" else 0.001)
+    return learning_rate, MemN2NSchedule(
+        learning_rate=learning_rate,
+        halve_every=args.halve_every or (15 if data["several"] else 25),
+        linear_start_rate=learning_rate / 2,
+        verbose=not quiet,
+    )
+
+
+class MemN2NTask(Task):
+    name = "memn2n"
+    summary = "end-to-end memory network, bAbI-format QA (default: built-in stories)"
+    batch_size = 32
+    assets = ("vocab.json", "test")
+
+    def add_arguments(self, parser):
+        add_arguments(parser)
+
+    def add_evaluate_arguments(self, parser):
+        parser.add_argument("--data", help="a bAbI-format file, or a folder of qaN_*_test.txt "
+                            "files, instead of the run's held-out questions")
+
+    def data_source(self, args):
+        if not args.data_dir:
+            return {"source": "built-in", "kinds": args.kinds}
+        return {"source": "babi", "path": os.path.abspath(args.data_dir), "tasks": args.tasks}
+
+    def prepare(self, args):
+        data = prepare(args)
+        splits = data["splits"]
+        print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
+              f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
+              f"vocabulary {len(data['vocab'])}; sentences ≤ {data['sentence_length']} words")
+        return data
+
+    def build_model(self, args, data, jit_compile):
+        config = model_config(args, data)
+        learning_rate, _ = schedule_of(args, data)
+        model = compile_memn2n(build_memn2n(config), optimizer=args.optimizer,
+                               learning_rate=learning_rate, clipnorm=args.clipnorm,
+                               jit_compile=jit_compile)
+        return config, model
+
+    def callbacks(self, model, data, args):
+        self.schedule = schedule_of(args, data, args.quiet)[1]
+        return [self.schedule]
+
+    def settings(self, args, data, config):
+        return {"source": data["source"],
+                "names": {str(k): v for k, v in data["names"].items()},
+                "memory_size": config.memory_size,
+                "sentence_length": config.sentence_length,
+                "question_length": config.question_length,
+                "linear_start_epochs": self.linear_start_epochs(args)}
+
+    def linear_start_epochs(self, args):
+        schedule = getattr(self, "schedule", None)
+        if not args.linear_start or schedule is None:
+            return 0
+        return schedule.softmax_epoch or self.epochs_run
+
+    def fit(self, model, data, args, callbacks, verbose):
+        settings = {"memory_size": args.memory_size,
+                    "sentence_length": data["sentence_length"],
+                    "question_length": data["question_length"]}
+        x, y, _ = arrays(data["vocab"], settings, data["splits"]["train"])
+        vx, vy, _ = arrays(data["vocab"], settings, data["splits"]["validation"])
+        epochs = args.epochs or (60 if data["several"] else 100)
+        history = model.fit(x, y, validation_data=(vx, vy), batch_size=args.batch_size,
+                            epochs=epochs, callbacks=callbacks, verbose=verbose)
+        self.epochs_run = len(history.epoch)
+        print(f"linear start: {self.linear_start_epochs(args)} epochs")
+        return {"epochs": len(history.epoch), "train_loss": float(history.history["loss"][-1]),
+                "records": {"history": history.history}}
+
+    def save_assets(self, run_dir, data, meta):
+        data["vocab"].save(os.path.join(run_dir, "vocab.json"))
+        # The held-out questions, one bAbI-format file per task, for `evaluate`.
+        test = data["splits"]["test"] or data["splits"]["validation"]
+        test_dir = os.path.join(run_dir, "test")
+        os.makedirs(test_dir, exist_ok=True)
+        for task, name in task_names(meta.settings).items():
+            babi.write_babi([q for q in test if q.task == task],
+                            os.path.join(test_dir, f"qa{task}_{name}_test.txt"))
+
+    def load_assets(self, run_dir, meta):
+        return {"vocab": Vocabulary.load(os.path.join(run_dir, "vocab.json")),
+                "test": os.path.join(run_dir, "test")}
+
+    def evaluate(self, model, meta, assets, args=None, data=None):
+        vocab, names = assets["vocab"], task_names(meta.settings)
+        if data is not None:
+            splits = data["splits"]
+            results = {"validation": figures(model, vocab, meta.settings, splits["validation"])}
+            print_figures("validation:", results["validation"], names)
+            if splits["test"]:
+                results["test"] = figures(model, vocab, meta.settings, splits["test"])
+                print_figures("test:", results["test"], names)
+            return results
+        path = args.data or assets["test"]
+        if os.path.isdir(path):
+            files = babi.find_task_files(path, split="test")
+            questions = [q for task, entry in files.items()
+                         for q in _load_babi(entry["test"], task)]
+        else:
+            questions = _load_babi(path)
+        results = figures(model, vocab, meta.settings, questions)
+        print_figures(f"{args.run_dir} on {path}:", results, names)
+        return results
+
+    def show_samples(self, model, meta, assets, data):
+        sample = (data["splits"]["test"] or data["splits"]["validation"])[:3]
+        answers, probs, _ = answer(model, assets["vocab"], meta.settings, sample)
+        print("sample answers (held-out):")
+        for q, a, p in zip(sample, answers, probs, strict=True):
+            mark = "✓" if a == babi.normalize_answer(q.answer) else "✗"
+            print(f"  {' '.join(q.story[-3:])} … {q.question} → {a} ({p:.2f}) {mark}")
+
+    def export_archive(self, model, meta, assets):
+        from keras_attn.training.tasks.memn2n.export import archive
+
+        return archive(model, assets["vocab"], meta.settings)
+
+    def add_predict_arguments(self, parser):
+        parser.add_argument("--story", nargs="+", help="the story's sentences, oldest first")
+        parser.add_argument("--story-file", help="a file of the story's sentences, one a line")
+        parser.add_argument("--question", help="the question")
+
+    def check_predict_arguments(self, meta, args):
+        if not args.question or not args.question.strip():
+            raise SystemExit("predict: a memn2n export needs --question")
+        if args.story and args.story_file:
+            raise SystemExit("predict: give --story or --story-file, not both")
+        if args.story_file and not os.path.isfile(args.story_file):
+            raise SystemExit(f"predict: --story-file: no such file: {args.story_file!r}")
+
+    def predict(self, version_dir, meta, args):
+        from keras_attn.training.tasks.memn2n.predict import answer_question
+
+        return answer_question(version_dir, meta, args)
+
+    def plot(self, prediction, path):
+        from keras_attn.training.tasks.memn2n.predict import plot_hop_attention
+
+        plot_hop_attention(*prediction, path)
