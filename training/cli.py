@@ -18,6 +18,7 @@ imported only to export and to serve.
 """
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -65,12 +66,34 @@ def use_backend(argv, may_restart):
     os.execv(sys.executable, [sys.executable, "-m", "keras_attn.training.cli", *argv])
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """`--help` with every flag's default, helped or not (argparse's own formatter
+    shows it only beside a help text)."""
+
+    def _format_action(self, action):
+        if not action.help and self._shows_default(action):
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    @staticmethod
+    def _shows_default(action):
+        return bool(action.option_strings) and action.default not in (
+            None, argparse.SUPPRESS, False)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if self._shows_default(action) and "%(default)" not in text and "default:" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
     """Shows defaults in `--help`, and on a bad flag prints one usage line (not every
     flag of the command) and the error."""
 
     def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message):
@@ -243,5 +266,21 @@ def main(argv=None, may_restart=False):
     return 0
 
 
+def run(may_restart=False):
+    """The process's command: `main`, with a task's refusal (a `SystemExit` carrying
+    its message) printed as one line, `keras-attn: error: …`, and exit status 2, as
+    the parser's own errors; Ctrl-C outside training stops with one line too."""
+    try:
+        return main(may_restart=may_restart)
+    except SystemExit as stop:
+        if isinstance(stop.code, str):
+            print(f"keras-attn: error: {stop.code}", file=sys.stderr)
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("keras-attn: interrupted", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main(may_restart=True))
+    sys.exit(run(may_restart=True))

@@ -97,19 +97,26 @@ def write_version(model_root, archive, files=()):
     return write_atomically(model_root, write)
 
 
-def assert_batch_of_strings(name, value):
-    """A run-time check that `value` is 1-D, `[batch]`.
+def assert_rank(value, rank, message):
+    """A run-time check that `value` has `rank` axes, failing with `message`.
 
     A loaded signature accepts other ranks, and a static rank check folds away
-    (the placeholder says `[None]`). The run-time shape vector is the real one;
-    two `-1`s appended to it make its first two entries readable at any rank:
-    1-D is `shape[0] >= 0` (not a scalar) and `shape[1] == -1` (no second axis).
+    (the placeholder's rank is known). The run-time shape vector is the real one;
+    `rank + 1` entries of `-1` appended to it make its first `rank + 1` entries
+    readable at any rank: the rank is `rank` when entry `rank − 1` is a size
+    (`≥ 0`) and entry `rank` is one of the `-1`s.
     """
-    shape = tf.concat([tf.shape(value), [-1, -1]], axis=0)
-    is_batch = tf.logical_and(shape[0] >= 0, tf.equal(shape[1], -1))
-    message = f"`{name}` must be a 1-D string tensor of shape [batch]"
-    with tf.control_dependencies([tf.debugging.Assert(is_batch, [message])]):
-        return tf.identity(tf.reshape(value, [-1]))
+    shape = tf.concat([tf.shape(value), tf.fill([rank + 1], -1)], axis=0)
+    has_rank = tf.logical_and(shape[rank - 1] >= 0, tf.equal(shape[rank], -1))
+    with tf.control_dependencies([tf.debugging.Assert(has_rank, [message])]):
+        return tf.identity(value)
+
+
+def assert_batch_of_strings(name, value):
+    """`value` as `[batch]`, checked at run time (a scalar, `[1, 1]` or any other
+    rank fails with "`name` must be a 1-D string tensor of shape [batch]")."""
+    value = assert_rank(value, 1, f"`{name}` must be a 1-D string tensor of shape [batch]")
+    return tf.reshape(value, [-1])
 
 
 def lookup_table(vocab_tokens):

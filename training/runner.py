@@ -222,7 +222,8 @@ class ResumeReport(keras.callbacks.BackupAndRestore):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        self.initial_epoch = self._current_epoch
+        # What the backup restored: `fit` starts from the model's `_initial_epoch`.
+        self.initial_epoch = getattr(self.model, "_initial_epoch", None) or 0
         self.epochs_run = 0
         if self.initial_epoch:
             print(f"resuming from epoch {self.initial_epoch + 1} (the backup in "

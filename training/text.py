@@ -46,8 +46,9 @@ SPACED_OPENING = re.compile(r"([¿¡]) ")
 
 
 def detokenize(text, preprocess):
-    """Undoes `space_punctuation` on a decoded word-level text (nothing otherwise)."""
-    if preprocess.get("level") != "word" or not preprocess.get("space_punctuation"):
+    """Undoes `space_punctuation` on a decoded word or subword text (nothing at
+    character level, where no space was added between tokens)."""
+    if preprocess.get("level") == "char" or not preprocess.get("space_punctuation"):
         return text
     return SPACED_OPENING.sub(r"\1", SPACED_CLOSING.sub(r"\1", text))
 

@@ -111,3 +111,14 @@ def test_monotonic_attention_and_input_feeding_stay_step_by_step():
                                                 "attention": "bahdanau-monotonic"}):
         model = T.build_translator(_small_config(**overrides))
         assert not model.get_layer("decoder").cell.parallel_over_time
+
+
+@pytest.mark.parametrize("beam_width", [1, 3])
+def test_the_compiled_generator_decodes_as_generate(rng, beam_width):
+    """`Generator.predict_on_batch` runs `generate` compiled by the backend's trainer."""
+    model = T.build_translator(_small_config())
+    x, _ = seq2seq.batch(rng)
+    eager = T.generate(model, x["source"], 5, beam_width=beam_width)
+    compiled = T.Generator(model, 5, beam_width).predict_on_batch(x["source"])
+    np.testing.assert_array_equal(to_numpy(compiled["tokens"]), to_numpy(eager["tokens"]))
+    np.testing.assert_allclose(to_numpy(compiled["scores"]), to_numpy(eager["scores"]), atol=1e-5)

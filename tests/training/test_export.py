@@ -116,8 +116,10 @@ def test_bad_inputs_at_the_signature(trained):
     errors = (TypeError, ValueError, tf.errors.InvalidArgumentError)
     with pytest.raises(errors, match=r"expected to be a string tensor but is a int32"):
         serve(text=tf.constant([1, 2]))
-    for wrong_rank in ([["a", "b"]], [["a"], ["b"], ["c"]], [[["a"]], [["b"]]]):
-        with pytest.raises(errors, match=r"must be a 1-D string tensor"):
+    # Every shape but [batch]: a scalar, [1, 1] (once served as its one string), rank 3.
+    for wrong_rank in ("a", [["a"]], [["a", "b"]], [["a"], ["b"], ["c"]], [[["a"]]],
+                       [[["a"]], [["b"]]]):
+        with pytest.raises(errors, match=r"`text` must be a 1-D string tensor of shape \[batch\]"):
             serve(text=tf.constant(wrong_rank))
 
 
@@ -204,3 +206,22 @@ def test_evaluate_command_on_the_run_and_on_the_export(trained, capsys):
     cli.main(["evaluate", "translator", "--run-dir",
               os.path.join(trained["export"], "assets.extra"), "--beam-width", "1"])
     assert "exact match" in capsys.readouterr().out
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.lists(st.integers(0, 11), max_size=10), min_size=1, max_size=4),
+       level=st.sampled_from(["char", "word", "subword"]), space_punctuation=st.booleans())
+def test_in_graph_detokenization_equals_training(rows, level, space_punctuation):
+    import tensorflow as tf
+
+    from keras_attn.training.export import detokenize as graph_detokenize
+    from keras_attn.training.text import Vocabulary, detokenize
+
+    tokens = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b", "##c", "##d", "?", ".", "¿", "xy"]
+    vocab = Vocabulary(tokens, level)
+    preprocess = {"level": level, "space_punctuation": space_punctuation}
+    width = max(map(len, rows)) or 1
+    ids = np.array([row + [0] * (width - len(row)) for row in rows], "int32")
+    expected = [detokenize(vocab.decode(row), preprocess) for row in ids]
+    got = graph_detokenize(tf.constant(ids), tokens, preprocess).numpy()
+    assert [g.decode() for g in got] == expected

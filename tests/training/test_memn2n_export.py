@@ -107,6 +107,12 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
     assert out["answer"].numpy()[2] == out["answer"].numpy()[4]
     with pytest.raises(tf.errors.InvalidArgumentError, match="must be a 1-D string tensor"):
         _serve(trained["export"], [["a", "b"]], ["x"])
+    for wrong in ("a", [["a"]], [[["a"]]]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="`story` must be a 1-D string"):
+            _serve(trained["export"], wrong, ["x"])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="`question` must be a 1-D string"):
+            _serve(trained["export"], ["a"], wrong)
     with pytest.raises(tf.errors.InvalidArgumentError, match="the same batch size"):
         _serve(trained["export"], ["a", "b"], ["x"])
 
@@ -148,6 +154,12 @@ def test_predict_command_with_plot(trained, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "Where is John? → " in printed and "hop 1" in printed
     assert os.path.getsize(plot) > 1000
+    # The weights of each hop over the kept sentences: in [0, 1], summing to 1.
+    rows = [line.split()[:3] for line in printed.splitlines() if line.endswith(" garden.")
+            or line.endswith(" kitchen.")]
+    weights = np.array(rows, float)  # (sentences, hops)
+    assert weights.shape == (2, 3) and np.all((weights >= 0) & (weights <= 1))
+    np.testing.assert_allclose(weights.sum(0), 1.0, atol=2e-3)
     with pytest.raises(SystemExit, match="needs --question"):
         cli.main(["predict", trained["export"], "--story", "Mary went to the kitchen."])
     story_file = tmp_path / "story.txt"

@@ -97,7 +97,13 @@ def test_saved_model_cli_run(trained):
 
 
 def test_bad_inputs_have_defined_results_at_the_signature(trained):
+    import tensorflow as tf
+
     x, _ = copy_batch(np.random.default_rng(1), 2, 4)
+    for wrong in (x[0], x[None]):  # [steps, bits] and [1, batch, steps, bits]
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"`sequence` must be \[batch, steps, 9\]"):
+            _serve(trained["export"], wrong)
     clean = _serve(trained["export"], x)
     x[0, 2, 3] = np.nan
     out = _serve(trained["export"], x)

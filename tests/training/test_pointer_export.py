@@ -102,6 +102,10 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 
     rng = np.random.default_rng(2)
     points = rng.random((5, 6, 2)).astype("float32")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"`points` must be \[batch, N, 2\]"):
+        _serve(trained["export"], points[0], [6])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"`lengths` must be \[batch\]"):
+        _serve(trained["export"], points[:1], [[6]])
     clean = _serve(trained["export"], points, [6, 6, 6, 6, 6])
     points[1, 2, 0] = np.nan  # a real point: row 1 is not decoded
     points[2, 5, 1] = np.inf  # padding (length 5): ignored

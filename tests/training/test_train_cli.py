@@ -43,6 +43,8 @@ def test_killed_run_resumes_from_its_backup(tmp_path):
     assert second.returncode == 0, second.stdout + second.stderr
     epochs = [line.split()[1] for line in second.stdout.splitlines() if line.startswith("Epoch ")]
     assert epochs == ["2/3", "3/3"], second.stdout
+    assert "resuming from epoch 2 (the backup in" in second.stdout
+    assert "trained 2 epochs (resumed from epoch 2) in" in second.stdout
     assert not os.path.exists(tmp_path / "work" / "backup"), "the backup outlived a finished run"
 
 

@@ -9,6 +9,7 @@ the final figure.
 
 import argparse
 import os
+import weakref
 
 import keras
 import numpy as np
@@ -161,9 +162,15 @@ def answer(model, vocab, settings, questions, batch_size=512):
     return _read(model, vocab, arrays(vocab, settings, questions)[0], batch_size)
 
 
+# One reader per model: a new one for every read would trace a new predict
+# function each time (TensorFlow's retracing warnings after a few of them).
+_readers = weakref.WeakKeyDictionary()
+
+
 def _read(model, vocab, x, batch_size=512):
-    reader = with_attention(model)
-    logits, attention = reader.predict(x, batch_size=batch_size, verbose=0)
+    if model not in _readers:
+        _readers[model] = with_attention(model)
+    logits, attention = _readers[model].predict(x, batch_size=batch_size, verbose=0)
     probs = keras.ops.convert_to_numpy(keras.ops.softmax(keras.ops.convert_to_tensor(logits),
                                                          axis=-1))
     best = probs.argmax(-1)

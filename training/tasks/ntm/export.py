@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_attn.models.ntm import with_weightings
+from keras_attn.training.export import assert_rank
 
 
 def archive(model, settings):
@@ -28,12 +29,12 @@ def archive(model, settings):
 
     def serve(sequence):
         # A loaded signature lets other shapes through to the RNN, which fails
-        # obscurely; the run-time shape check names the layout instead.
+        # obscurely; the run-time shape checks name the layout instead.
+        layout = (f"`sequence` must be [batch, steps, {input_bits}]: {input_bits} channels a "
+                  "step, as trained")
+        sequence = assert_rank(sequence, 3, layout)
         with tf.control_dependencies([tf.debugging.assert_equal(
-            tf.shape(sequence)[-1], input_bits,
-            message=f"`sequence` must be [batch, steps, {input_bits}]: {input_bits} channels a "
-                    "step, as trained",
-        )]):
+            tf.shape(sequence)[-1], input_bits, message=layout)]):
             sequence = tf.identity(sequence)
         finite = tf.math.is_finite(sequence)
         valid = tf.reduce_all(finite, axis=[1, 2])

@@ -320,9 +320,10 @@ class BitSequenceTask(Task):
         checks = math.ceil(args.sequences / check_every)
         x, y = validation_set(task, args.seed)
         monitor = Monitor(args.target_errors, args.patience)
+        # A bar on a terminal, a line a check in a log (verbose 2), nothing when quiet.
         progress = keras.utils.Progbar(checks * check_every, unit_name="sequence",
-                                       verbose=verbose,
-                                       stateful_metrics=["cost", "validation_bit_errors"])
+                                       stateful_metrics=["cost", "validation_bit_errors"],
+                                       verbose=1 if verbose == 1 else 0)
         start = time.time()
         for check in range(checks):
             losses = []
@@ -343,6 +344,10 @@ class BitSequenceTask(Task):
             progress.update(point["sequences"],
                             [("validation_bit_errors", point["validation_bit_errors"])],
                             finalize=stop or check == checks - 1)
+            if verbose == 2:
+                print(f"  {point['sequences']:>7} sequences  cost {point['train_cost_bits']:8.3f} "
+                      f"bits  validation bit errors {point['validation_bit_errors']:7.3f}  "
+                      f"({point['seconds']:.0f} s)", flush=True)
             if stop:
                 break
         self.monitor = monitor

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_attn.models.pointer_net import decode
+from keras_attn.training.export import assert_rank
 
 
 def archive(model, settings):
@@ -34,6 +35,8 @@ def archive(model, settings):
     select = "tour_length" if settings["start_index"] is not None else "log_prob"
 
     def run(points, lengths):
+        points = assert_rank(points, 3, f"`points` must be [batch, N, {point_dim}]")
+        lengths = assert_rank(lengths, 1, "`lengths` must be [batch]: one length per point set")
         with tf.control_dependencies([
             tf.debugging.assert_equal(
                 tf.shape(points)[-1], point_dim,

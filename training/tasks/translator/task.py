@@ -10,6 +10,7 @@ defaults chosen for real sentences (`PROFILES`).
 import argparse
 import os
 import time
+import weakref
 
 import keras
 import numpy as np
@@ -18,10 +19,10 @@ import sacrebleu
 from keras_attn.models.schedules import InverseSquareRootDecay
 from keras_attn.models.transformer import TransformerConfig, build_transformer
 from keras_attn.models.translator import (
+    Generator,
     TranslatorConfig,
     build_translator,
     compile_translator,
-    generate,
     initialize_output_bias,
 )
 from keras_attn.training.arguments import (
@@ -197,8 +198,6 @@ def load_data(args):
     `args` must have been through `resolve_defaults`.
     """
     if args.data:
-        if os.path.isdir(args.data):
-            raise SystemExit(f"--data: {args.data!r} is a folder; expected a TSV file")
         try:
             pairs, report = load_parallel_tsv(
                 args.data,
@@ -292,6 +291,19 @@ def target_token_counts(data):
 
 
 # -- decoding and figures ---------------------------------------------------------
+# One compiled decoder per model and decoder settings (a new one would compile anew).
+_generators = weakref.WeakKeyDictionary()
+
+
+def generator(model, settings, beam_width):
+    """The model's `Generator` for these settings, compiled once and kept."""
+    key = (settings["max_target_length"] - 1, beam_width, settings["length_penalty"])
+    kept = _generators.setdefault(model, {})
+    if key not in kept:
+        kept[key] = Generator(model, *key)
+    return kept[key]
+
+
 def translate_texts(model, source_vocab, target_vocab, settings, texts, beam_width=1,
                     batch_size=256):
     """In-process translations of already-preprocessed `texts` (a Keras model);
@@ -305,6 +317,7 @@ def translate_texts(model, source_vocab, target_vocab, settings, texts, beam_wid
     encoded = [source_vocab.encode(text, max_source) for text in texts]
     order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
     outputs = [""] * len(texts)
+    decoder = generator(model, settings, beam_width)
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
         # Padded to a multiple of 8, as training batches are: fewer shapes to compile.
@@ -312,14 +325,8 @@ def translate_texts(model, source_vocab, target_vocab, settings, texts, beam_wid
         ids = np.zeros((len(rows), width), "int32")
         for row, i in enumerate(rows):
             ids[row, : len(encoded[i])] = encoded[i]
-        out = generate(
-            model,
-            ids,
-            settings["max_target_length"] - 1,
-            beam_width=beam_width,
-            length_penalty=settings["length_penalty"],
-        )
-        for i, tokens in zip(rows, keras.ops.convert_to_numpy(out["tokens"]), strict=True):
+        decoded = keras.ops.convert_to_numpy(decoder.predict_on_batch(ids)["tokens"])
+        for i, tokens in zip(rows, decoded, strict=True):
             if texts[i]:
                 outputs[i] = detokenize(target_vocab.decode(tokens), settings["preprocess"])
     return outputs
@@ -484,6 +491,8 @@ class TranslatorTask(Task):
         if not args.data:
             return {"source": "built-in", "train_size": args.train_size,
                     "test_size": args.test_size}
+        if os.path.isdir(args.data):
+            raise SystemExit(f"--data: {args.data!r} is a folder; expected a TSV file")
         return {"source": "file", "path": os.path.abspath(args.data), "reverse": args.reverse}
 
     def base_name(self, args):
