@@ -8,7 +8,6 @@ import stat
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from keras_attn.training import cli
@@ -55,7 +54,7 @@ def test_a_published_version_gets_the_modes_of_the_umask(tmp_path):
         version = write_atomically(str(tmp_path / "model"), write)
     finally:
         os.umask(old)
-    for root, dirs, files in os.walk(version):
+    for root, _, files in os.walk(version):
         assert stat.S_IMODE(os.stat(root).st_mode) == 0o755, root
         for name in files:
             mode = stat.S_IMODE(os.stat(os.path.join(root, name)).st_mode)
