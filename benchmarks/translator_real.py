@@ -168,7 +168,9 @@ def compiled(function):
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
-        return tf.function(function)
+        # No autograph: the decoders' Python loops are unrolled on purpose, and
+        # autograph's rewrite of Keras layer calls breaks `compute_cache`.
+        return tf.function(function, autograph=False)
     if keras.backend.backend() == "jax":
         import jax
 
@@ -228,6 +230,38 @@ def decode_times(task_args, data, lengths, batch_size, repeats=3):
     return rows
 
 
+def export_only(args):
+    """`--write-train`: the training file; `--score-export`: an export's figures."""
+    train_lines, test = split_corpus(args.data, args.test_size)
+    if args.write_train:
+        with open(args.write_train, "w", encoding="utf-8") as f:
+            f.write("\n".join(train_lines) + "\n")
+        print(f"wrote {len(train_lines)} training lines to {args.write_train}")
+        return None
+    import tensorflow as tf
+
+    version = cli.resolve_version_dir(args.score_export, argparse.ArgumentParser())
+    signature = tf.saved_model.load(version).signatures["serving_default"]
+    sources, references = [s for s, _ in test], [t for _, t in test]
+    start, hypotheses = time.time(), []
+    for i in range(0, len(sources), 256):
+        out = signature(text=tf.constant(sources[i:i + 256]))
+        hypotheses += [t.decode("utf-8") for t in out["translation"].numpy()]
+    seconds = time.time() - start
+    lowered = [h.lower() for h in hypotheses]
+    refs = [[r.lower() for r in references]]
+    result = {"export": version, "pairs": len(hypotheses),
+              "bleu": sacrebleu.corpus_bleu(lowered, refs).score,
+              "chrf": sacrebleu.corpus_chrf(lowered, refs).score, "seconds": seconds,
+              "samples": [list(x) for x in zip(sources[:5], hypotheses[:5], strict=True)],
+              "command": " ".join(["python", "benchmarks/translator_real.py", *sys.argv[1:]])}
+    print(f"{version}: {len(hypotheses)} test pairs through the SavedModel in {seconds:.0f} s: "
+          f"BLEU {result['bleu']:.2f}, chrF {result['chrf']:.2f}")
+    for source, hypothesis in result["samples"]:
+        print(f"  {source!r} → {hypothesis!r}")
+    return write_results(result, args.output or default_path("translator_export"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="the tutorial's spa.txt")
@@ -243,8 +277,17 @@ def main(argv=None):
     parser.add_argument("--decode-lengths", default="16,32,64",
                         help="output lengths of the cached-decoding timing ('' to skip)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default=default_path("translator_real"))
+    parser.add_argument("--output", help="JSON path (default: benchmarks/results/"
+                        "translator_real.json, or translator_export.json with --score-export)")
+    parser.add_argument("--write-train", metavar="PATH",
+                        help="write the training lines (the file a user gives --data) and stop")
+    parser.add_argument("--score-export", metavar="MODEL_DIR",
+                        help="score an export of `keras-attn train translator --data` on the "
+                        "test pairs through its SavedModel signature, and stop")
     args = parser.parse_args(argv)
+    if args.write_train or args.score_export:
+        return export_only(args)
+    args.output = args.output or default_path("translator_real")
     systems = args.systems.split(",")
     if set(systems) - set(SYSTEMS):
         parser.error(f"--systems: expected names from {SYSTEMS}; received {args.systems!r}")

@@ -13,6 +13,9 @@ from keras_attn.luong import LuongAttention
 from keras_attn.memory import (
     DenseAssociativeMemory,
     DNCCell,
+    Hopfield,
+    HopfieldLayer,
+    HopfieldPooling,
     MemN2N,
     MemoryHop,
     ModernHopfield,
@@ -40,6 +43,7 @@ from keras_attn.scores import (
     ScaledDotScore,
 )
 from keras_attn.self_attention import SelfAttention
+from keras_attn.structured import SegmentAttention
 
 
 def registered_layers():
@@ -70,6 +74,7 @@ __all__ = [
     "DotScore",
     "HardAttention",
     "HierarchicalAttention",
+    "SegmentAttention",
     "LearnedPositionEmbedding",
     "LinearAttention",
     "LocalAttention",
@@ -77,6 +82,9 @@ __all__ = [
     "MemN2N",
     "MemoryHop",
     "ModernHopfield",
+    "Hopfield",
+    "HopfieldLayer",
+    "HopfieldPooling",
     "MonotonicAttention",
     "MultiHeadAttention",
     "NTMCell",

@@ -135,7 +135,14 @@ class MonotonicAttention(Attention):
         seed=None,
         **kwargs,
     ):
-        kwargs.pop("use_scale", None)
+        if kwargs.pop("use_scale", False):
+            # Refused, not ignored: TF-Addons' LuongMonotonicAttention(scale=True)
+            # multiplies the energy by a learned scalar g, which this layer lacks.
+            raise ValueError(
+                "`use_scale` does not apply to monotonic attention (TF-Addons' "
+                "LuongMonotonicAttention(scale=True) has no equivalent here); received "
+                "use_scale=True."
+            )
         if kwargs.pop("dropout", 0.0):
             raise ValueError("`dropout` does not apply to monotonic attention's alignment.")
         if score not in _SCORES:

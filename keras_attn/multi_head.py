@@ -165,13 +165,39 @@ class MultiHeadAttention(keras.layers.Layer):
         """Per-head `(B, heads, T, dim)` projections → `(context, weights)`.
 
         Scaled dot-product attention; `masks` are `attention_weights`'s keywords.
+        Without weights to return, bias or dropout it goes through
+        `keras.ops.dot_product_attention`, so JAX and torch can pick a fused
+        (flash) kernel on a GPU; `weights` is then `None`.
         """
+        if (not return_attention_scores and masks.get("attention_bias") is None
+                and not (self.dropout and training) and self.value_dim == self.key_dim):
+            return self._attend_fused(q, k, v, masks), None
         q = q * ops.cast(1.0 / math.sqrt(self.key_dim), q.dtype)
         weights = attn_ops.attention_weights(
             ops.matmul(q, ops.swapaxes(k, -1, -2)), heads=True, **masks
         )
         dropped = self.dropout_layer(weights, training=training) if self.dropout else weights
         return attn_ops.weighted_sum(dropped, v), weights
+
+    def _attend_fused(self, q, k, v, masks):
+        merged = attn_ops.attention_mask(
+            ops.shape(q)[2], ops.shape(k)[2], mask=masks.get("mask"),
+            query_mask=masks.get("query_mask"), key_masks=masks.get("key_masks", ()),
+            use_causal_mask=masks.get("use_causal_mask", False),
+        )
+        if merged is not None:
+            batch, query_length, key_length = ops.shape(q)[0], ops.shape(q)[2], ops.shape(k)[2]
+            merged = ops.broadcast_to(ops.expand_dims(ops.cast(merged, "bool"), 1),
+                                      (batch, 1, query_length, key_length))
+        context = ops.dot_product_attention(
+            *(ops.swapaxes(x, 1, 2) for x in (q, k, v)),  # its layout: (B, T, heads, dim)
+            mask=merged, scale=1.0 / math.sqrt(self.key_dim),
+        )
+        context = ops.swapaxes(context, 1, 2)
+        if merged is not None:
+            # A query with no key to attend to reads zeros, as `masked_softmax` gives.
+            context = context * ops.cast(ops.any(merged, axis=-1, keepdims=True), context.dtype)
+        return context
 
     def call(
         self,

@@ -25,7 +25,9 @@ class AttentionWrapperCell(keras.layers.Layer):
         h_t  = cell(x_t, s_{t-1})
         c_t, α_t = attention(h_t, memory)  (keys projected once per sequence)
         a_t  = tanh(W_c [c_t; h_t])        (Luong's attentional state h̃, with
-                                           `attention_layer_size`; else a_t = c_t)
+                                           `attention_layer_size`; else a_t = c_t;
+                                           `attention_layer_activation=None`: W_c [c_t; h_t],
+                                           TF-Addons' linear attention layer)
         out  = a_t                         (`output_attention=True`, Luong style)
                h_t                         (`output_attention=False`, Bahdanau style)
 
@@ -41,6 +43,9 @@ class AttentionWrapperCell(keras.layers.Layer):
         attention: a `keras_attn.Attention` layer (e.g. `BahdanauAttention`,
             `LuongAttention`) whose query is the cell output.
         attention_layer_size: size of `W_c`; `None` uses the context as `a_t`.
+        attention_layer_activation: the activation of `W_c`: `"tanh"` (Luong et
+            al.'s h̃) or `None`, the linear layer of TF-Addons' `AttentionWrapper`
+            (to port its weights exactly); any Keras activation name.
         input_feeding: concatenate `a_{t-1}` to each input.
         output_attention: output `a_t` (True) or the cell output `h_t` (False).
         memory_size: feature size `d` of the memory (the encoder outputs), so the
@@ -75,9 +80,18 @@ class AttentionWrapperCell(keras.layers.Layer):
         attention_layer_size=None,
         input_feeding=True,
         output_attention=True,
+        attention_layer_activation="tanh",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        try:
+            keras.activations.get(attention_layer_activation)
+        except (ValueError, TypeError):
+            raise ValueError(
+                "`attention_layer_activation` must be a Keras activation or None (TF-Addons' "
+                f"linear layer); received {attention_layer_activation!r}."
+            ) from None
+        self.attention_layer_activation = attention_layer_activation
         if isinstance(cell, dict):
             cell = keras.saving.deserialize_keras_object(cell)
         if isinstance(attention, dict):
@@ -100,7 +114,7 @@ class AttentionWrapperCell(keras.layers.Layer):
         self.attention_layer = (
             keras.layers.Dense(
                 self.attention_layer_size,
-                activation="tanh",
+                activation=attention_layer_activation,
                 use_bias=False,
                 dtype=self.dtype_policy,
                 name="attention_layer",
@@ -299,4 +313,5 @@ class AttentionWrapperCell(keras.layers.Layer):
             "input_feeding": self.input_feeding,
             "output_attention": self.output_attention,
             "memory_size": self.memory_size,
+            "attention_layer_activation": self.attention_layer_activation,
         }

@@ -21,6 +21,9 @@ from keras_attn.models.config import check_integer_fields
 _PACKAGE = "keras_attn_models"
 
 
+POSITION_ENCODING_FORMS = ("code", "paper")
+
+
 @dataclasses.dataclass
 class MemN2NConfig:
     vocab_size: int
@@ -32,6 +35,9 @@ class MemN2NConfig:
     hops: int = 3
     weight_tying: str = "adjacent"
     position_encoding: bool = True
+    # "code": the authors' code's form over the padded width + 1 (their
+    # sentences carry one more word, the time word); "paper": each sentence's length.
+    position_encoding_form: str = "code"
     temporal_encoding: bool = True
     random_noise: float = 0.1
     linear_start: bool = True
@@ -39,6 +45,11 @@ class MemN2NConfig:
 
     def __post_init__(self):
         check_integer_fields(self, floors={"seed": 0})
+        if self.position_encoding_form not in POSITION_ENCODING_FORMS:
+            raise ValueError(
+                f"`position_encoding_form` must be one of {POSITION_ENCODING_FORMS}; "
+                f"received {self.position_encoding_form!r}."
+            )
         _check_ids("answer_ids", self.answer_ids, self.vocab_size)
 
 
@@ -95,6 +106,10 @@ def build_memn2n(config):
         memory_size=config.memory_size,
         weight_tying=config.weight_tying,
         position_encoding=config.position_encoding,
+        position_encoding_length=(
+            max(config.sentence_length, config.question_length) + 1
+            if config.position_encoding_form == "code" else None
+        ),
         temporal_encoding=config.temporal_encoding,
         random_noise=config.random_noise,
         linear_start=config.linear_start,
@@ -113,11 +128,20 @@ def with_attention(model):
     return keras.Model(model.inputs, [model.output, attention])
 
 
-def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, jit_compile="auto"):
+def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, clip="each",
+                   jit_compile="auto"):
+    """SGD (or Adam) on the summed cross-entropy, gradients clipped to `clipnorm`.
+
+    `clip="each"` clips every weight's gradient to the norm on its own, as the
+    authors' code does (its `Weight.update`); `"global"` clips them together.
+    """
+    if clip not in ("each", "global"):
+        raise ValueError(f"`clip` must be 'each' or 'global'; received {clip!r}.")
+    clipping = {"clipnorm" if clip == "each" else "global_clipnorm": clipnorm}
     if optimizer == "sgd":
-        opt = keras.optimizers.SGD(learning_rate, global_clipnorm=clipnorm)
+        opt = keras.optimizers.SGD(learning_rate, **clipping)
     elif optimizer == "adam":
-        opt = keras.optimizers.Adam(learning_rate, global_clipnorm=clipnorm)
+        opt = keras.optimizers.Adam(learning_rate, **clipping)
     else:
         raise ValueError(f"`optimizer` must be 'sgd' or 'adam'; received {optimizer!r}.")
     return compile_with_built_optimizer(
@@ -133,24 +157,28 @@ def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, ji
 
 
 class MemN2NSchedule(keras.callbacks.Callback):
-    """The paper's learning-rate schedule and linear start.
+    """The learning-rate schedule and linear start.
 
     While the model is in linear start (its `MemN2N` has `softmax_enabled = 0`)
-    the learning rate is `linear_start_rate`. The softmax is restored once the
-    validation loss (the training loss without validation data) has not fallen
-    for `patience` epochs, or after `max_linear_epochs`, whichever comes first.
-    From then on (or from the start, without linear start) the rate is
+    the learning rate is `linear_start_rate`. The softmax is restored after
+    `linear_start_epochs` epochs (the authors' code: 20 for one task, 30 jointly)
+    or, with `linear_start_epochs=None`, once the validation loss (the training
+    loss without validation data) has not fallen for `patience` epochs, or after
+    `max_linear_epochs` (the paper's text). From then on (or from the start,
+    without linear start) the rate is
     `learning_rate · ½^⌊epochs since the softmax / halve_every⌋`.
     """
 
-    def __init__(self, learning_rate=0.01, halve_every=25, linear_start_rate=0.005, patience=3,
-                 max_linear_epochs=20, verbose=True):
+    def __init__(self, learning_rate=0.005, halve_every=25, linear_start_rate=0.005,
+                 linear_start_epochs=20, patience=3, max_linear_epochs=20, verbose=True):
         super().__init__()
         self.learning_rate = learning_rate
         self.halve_every = halve_every
         self.linear_start_rate = linear_start_rate
+        self.linear_start_epochs = linear_start_epochs
         self.patience = patience
-        self.max_linear_epochs = max_linear_epochs
+        self.max_linear_epochs = (linear_start_epochs if linear_start_epochs is not None
+                                  else max_linear_epochs)
         self.verbose = verbose
         self.softmax_epoch = None
         self._best, self._waited = float("inf"), 0
@@ -159,7 +187,7 @@ class MemN2NSchedule(keras.callbacks.Callback):
         return self.model.get_layer("memn2n")
 
     def _linear(self):
-        return float(ops.convert_to_numpy(self._memory().softmax_enabled.value)) < 0.5
+        return float(self._memory().softmax_enabled.numpy()) < 0.5
 
     def on_epoch_begin(self, epoch, logs=None):
         if self._linear():
@@ -189,7 +217,8 @@ class MemN2NSchedule(keras.callbacks.Callback):
             self._best, self._waited = loss, 0
         else:
             self._waited += 1
-        if self._waited >= self.patience or epoch + 1 >= self.max_linear_epochs:
+        plateau = self.linear_start_epochs is None and self._waited >= self.patience
+        if plateau or epoch + 1 >= self.max_linear_epochs:
             self._memory().softmax_enabled.assign(1.0)
             self.softmax_epoch = epoch + 1
             if self.verbose:

@@ -22,6 +22,7 @@ import copy
 import json
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 BACKENDS = ("tensorflow", "jax", "torch")
 # TensorFlow's C++ start-up lines (CUDA probing, CPU features) on every command;
@@ -107,8 +108,6 @@ def _backend_flag(parser, default=None):
 
 
 def _version():
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("keras-attn")
     except PackageNotFoundError:

@@ -10,16 +10,23 @@ JSON, when training ran on another backend).
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import keras
 import numpy as np
+from keras.src.backend.common import global_state
+from keras.src.random import seed_generator
+from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
 
+from keras_attn.training import distribution
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.task import RunMeta
 
@@ -59,6 +66,12 @@ def add_shared_arguments(parser, task):
                      help="export root: the SavedModel goes to OUTPUT_DIR/NAME/<next version>/")
     run.add_argument("--no-export", action="store_true", help="train and evaluate only")
     run.add_argument("--quiet", action="store_true", help="no per-epoch or per-check lines")
+    run.add_argument(
+        "--distribute", choices=distribution.STRATEGIES, default="none",
+        help="data-parallel: replicate the model on every device (JAX: every process's too, "
+        "when KERAS_DISTRIBUTION_* are set; TensorFlow: MirroredStrategy) and split each "
+        "batch of --batch-size (the global batch) between them",
+    )
 
 
 def jit_default_help(task):
@@ -98,10 +111,6 @@ def set_seed(seed):
         return
     # What set_random_seed does besides TF: the global seed that Keras's
     # unseeded initializers and `keras.random` draw from (no public setter).
-    from keras.src.backend.common import global_state
-    from keras.src.random import seed_generator
-    from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
-
     global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
     global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
     random.seed(seed)
@@ -241,21 +250,36 @@ def tensorboard_callbacks(run_dir, tensorboard=None):
     return [keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"))] if tensorboard else []
 
 
-def fit_in_process(task, args, callbacks=()):
-    """Seed, precision, the task's data and model, and training, with no run folder
-    (what `train` does before saving, and what a benchmark needs): returns
+def place(task, args):
+    """The run's `distribution.Placement` (`--distribute`), set up for this process."""
+    return distribution.place(getattr(args, "distribute", "none"), args.batch_size, task.name,
+                              task.uses_fit)
+
+
+def fit_in_process(task, args, callbacks=(), placement=None):
+    """Devices, seed, precision, the task's data and model, and training, with no run
+    folder (what `train` does before saving, and what a benchmark needs): returns
     `(data, config, model, record)`, `record` as `Task.fit`'s with the seconds
-    `fit` took and whether the step was compiled."""
+    `fit` took, whether the step was compiled and where it ran (`distribution`)."""
+    placement = placement or place(task, args)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
     set_seed(args.seed)
     data = task.prepare(args)
     jit = resolve_jit(task, args.jit)
-    config, model = task.build_model(args, data, jit)
-    callbacks = [*callbacks, *task.callbacks(model, data, args)]
-    start = time.time()
-    record = task.fit(model, data, args, callbacks, verbosity(args))
+    if jit and placement.tf_strategy is not None and placement.devices > 1:
+        # XLA cannot reach a replica's random-seed state on another device.
+        print("MirroredStrategy over several devices: the step runs without XLA (--no-jit)")
+        jit = False
+    with placement.scope():
+        config, model = task.build_model(args, data, jit)
+        callbacks = [*callbacks, *task.callbacks(model, data, args)]
+        start = time.time()
+        record = task.fit(model, data, args, callbacks, verbosity(args))
+    distribution.gather(model)
     record.update(seconds=time.time() - start, jit_compile=bool(jit))
+    if placement.strategy != "none":
+        record["distribution"] = placement.record()
     return data, config, model, record
 
 
@@ -265,15 +289,21 @@ def train(task, args):
     data_source = task.data_source(args)
     name = args.name or default_name(task, args)
     run_dir = args.work_dir or os.path.join(RUNS_ROOT, name)
-    check_publishing(task, args, name, data_source)
-    print(f"model {name!r}: run folder {run_dir}"
-          + ("" if args.no_export else f", export {os.path.join(args.output_dir, name)}"),
-          flush=True)
+    placement = place(task, args)
+    if not placement.is_chief:
+        # Every process computes the same (the collectives need them all); only
+        # process 0 keeps what it writes.
+        run_dir, args.no_export, args.tensorboard = tempfile.mkdtemp(), True, False
+    else:
+        check_publishing(task, args, name, data_source)
+        print(f"model {name!r}: run folder {run_dir}"
+              + ("" if args.no_export else f", export {os.path.join(args.output_dir, name)}"),
+              flush=True)
     os.makedirs(run_dir, exist_ok=True)
     resumed = ResumeReport(os.path.join(run_dir, "backup"))
     callbacks = [resumed] + tensorboard_callbacks(run_dir, args.tensorboard)
     try:
-        data, config, model, record = fit_in_process(task, args, callbacks)
+        data, config, model, record = fit_in_process(task, args, callbacks, placement)
     except KeyboardInterrupt:
         print(f"\ninterrupted: run the same command again to resume from the backup in "
               f"{os.path.join(run_dir, 'backup')}", file=sys.stderr)
@@ -297,12 +327,12 @@ def train(task, args):
     results["export"] = None if args.no_export else export_and_report(
         task.name, run_dir, args.output_dir)
     task.show_samples(model, meta, assets, data)
+    if not placement.is_chief:
+        shutil.rmtree(run_dir, ignore_errors=True)
     return results
 
 
 def config_dict(config):
-    import dataclasses
-
     return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
 
 

@@ -14,6 +14,8 @@ import dataclasses
 import json
 from typing import Any
 
+from keras_attn.training import distribution
+
 FORMAT = 2  # RunMeta's layout; bumped when a field's meaning changes
 
 
@@ -120,8 +122,8 @@ class Task(abc.ABC):
         """Trains `model`; returns what ran (`{"epochs": …}` or `{"sequences": …}`,
         kept in `RunMeta.training`) and, under `"records"`, curves to save in the run
         folder as `<name>.json`. The default runs `model.fit` on `fit_arguments`."""
-        history = model.fit(**self.fit_arguments(model, data, args), callbacks=callbacks,
-                            verbose=verbose)
+        arguments = distribution.even_fit_arguments(self.fit_arguments(model, data, args))
+        history = model.fit(**arguments, callbacks=callbacks, verbose=verbose)
         return {"epochs": len(history.epoch), "records": {"history": history.history}}
 
     def fit_arguments(self, model, data, args) -> dict:

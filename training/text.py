@@ -20,6 +20,8 @@ import json
 import re
 from collections import Counter
 
+import numpy as np
+
 PAD, UNK, START, END = "[PAD]", "[UNK]", "[START]", "[END]"
 SPECIALS = (PAD, UNK, START, END)
 PAD_ID, UNK_ID, START_ID, END_ID = range(4)
@@ -188,8 +190,6 @@ def split(text, level):
 
 def encode_batch(vocab, texts, max_length, add_start_end=False):
     """Right-padded int32 ids `(N, max_length)` (with `[START] … [END]` if asked)."""
-    import numpy as np
-
     out = np.zeros((len(texts), max_length), "int32")
     for row, text in enumerate(texts):
         ids = vocab.encode(text)

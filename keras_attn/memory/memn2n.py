@@ -12,7 +12,10 @@ Sentences `x_i = (x_i1 … x_iJ)` are embedded as `m_i = Σ_j l_j ⊙ A x_ij + T
 where `l_j` is the bag-of-words weight 1 or the **position encoding**
 `l_kj = (1 − j/J) − (k/d)(1 − 2j/J)` (`j`, `k` one-based word and embedding
 indices, `J` the sentence's own length) and `T_A(i)` the **temporal encoding** of
-the memory slot (slot 0 is the most recent sentence).
+the memory slot (slot 0 is the most recent sentence). The authors' code uses
+another form, centred on the middle word and embedding index, over one fixed
+width `J` for every sentence and the question:
+`l_kj = 1 + 4 (k − (d+1)/2)(j − (J+1)/2) / (d J)` (`position_encoding_length=J`).
 """
 
 import keras
@@ -25,23 +28,29 @@ _PACKAGE = "keras_attn"
 WEIGHT_TYING = ("adjacent", "layerwise")
 
 
-def position_encoding_weights(token_ids, embedding_dim, dtype="float32"):
+def position_encoding_weights(token_ids, embedding_dim, dtype="float32", length=None):
     """The position-encoding weights `l_kj` for each word of each sentence.
 
     Args:
         token_ids: int ids `(..., J)`; id 0 is padding, and a sentence's words are
             its first `J_i` positions.
         embedding_dim: `d`.
+        length: `None` for the paper's form with each sentence's own length `J_i`
+            (so padding a sentence further does not change it); an int `J` for
+            the authors' code's form over that fixed width.
 
     Returns:
-        `(..., J, d)` weights, zero at padding, computed with each sentence's own
-        length `J_i` (so padding a sentence further does not change it).
+        `(..., J, d)` weights, zero at padding.
     """
     present = ops.cast(ops.not_equal(token_ids, 0), dtype)
-    length = ops.maximum(ops.sum(present, axis=-1, keepdims=True), 1.0)[..., None]  # (..., 1, 1)
     j = ops.cast(ops.arange(1, token_ids.shape[-1] + 1), dtype)[:, None]  # (J, 1)
-    k = ops.cast(ops.arange(1, embedding_dim + 1), dtype)[None, :] / embedding_dim  # (1, d)
-    weights = (1.0 - j / length) - k * (1.0 - 2.0 * j / length)
+    k = ops.cast(ops.arange(1, embedding_dim + 1), dtype)[None, :]  # (1, d)
+    if length is None:
+        own = ops.maximum(ops.sum(present, axis=-1, keepdims=True), 1.0)[..., None]  # (..., 1, 1)
+        weights = (1.0 - j / own) - (k / embedding_dim) * (1.0 - 2.0 * j / own)
+    else:
+        d, width = float(embedding_dim), float(length)
+        weights = 1.0 + 4.0 * (k - (d + 1) / 2) * (j - (width + 1) / 2) / (d * width)
     return weights * present[..., None]
 
 
@@ -127,6 +136,9 @@ class MemN2N(keras.layers.Layer):
         memory_size: `N`, the number of memory slots (slot 0 = most recent).
         weight_tying: `"adjacent"` or `"layerwise"`.
         position_encoding: position encoding (True) or bag of words (False).
+        position_encoding_length: `None` for the paper's position encoding (each
+            sentence's own length); an int `J`, at least the story's and the
+            question's padded width, for the authors' code's form over that width.
         temporal_encoding: add `T_A`, `T_C` per memory slot.
         random_noise: rate of inserted empty memories while training.
         linear_start: start with the hops' softmax removed.
@@ -163,6 +175,7 @@ class MemN2N(keras.layers.Layer):
         linear_start=False,
         embeddings_initializer=None,
         seed=None,
+        position_encoding_length=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -183,6 +196,10 @@ class MemN2N(keras.layers.Layer):
         self.memory_size = memory_size
         self.weight_tying = weight_tying
         self.position_encoding = position_encoding
+        self.position_encoding_length = (
+            None if position_encoding_length is None
+            else _validation.check_integer("position_encoding_length", position_encoding_length)
+        )
         self.temporal_encoding = temporal_encoding
         self.random_noise = float(random_noise)
         self.linear_start = bool(linear_start)
@@ -193,10 +210,16 @@ class MemN2N(keras.layers.Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.hop = MemoryHop(dtype=self.dtype_policy, name="hop")
 
-    def _table(self, name, rows):
-        return self.add_weight(
+    def _table(self, name, rows, nil_row=False):
+        table = self.add_weight(
             name=name, shape=(rows, self.embedding_dim), initializer=self.embeddings_initializer
         )
+        if nil_row:
+            # Id 0 (padding, the authors' "nil" word) embeds to zero, as their code
+            # holds it; masked out of every sum, it never gets a gradient either.
+            row = ops.expand_dims(ops.arange(rows), 1)
+            table.assign(ops.where(row == 0, ops.zeros_like(table.value), table.value))
+        return table
 
     def build(self, story_shape, question_shape):
         _validation.check_rank("story", story_shape, 3, self.name)
@@ -206,21 +229,29 @@ class MemN2N(keras.layers.Layer):
                 f"`story` must have memory_size={self.memory_size} slots on axis 1; "
                 f"received shape {tuple(story_shape)}."
             )
+        for name, shape in (("story", story_shape), ("question", question_shape)):
+            width = shape[-1]
+            if self.position_encoding_length is not None and width is not None \
+                    and width > self.position_encoding_length:
+                raise ValueError(
+                    f"`{name}` must be at most position_encoding_length="
+                    f"{self.position_encoding_length} words wide; received shape {tuple(shape)}."
+                )
         vocab, slots, hops = self.vocab_size, self.memory_size, self.hops
         if self.weight_tying == "adjacent":
-            self.word_tables = [self._table(f"embedding_{k}", vocab) for k in range(hops + 1)]
+            self.word_tables = [self._table(f"embedding_{k}", vocab, nil_row=True)
+                                for k in range(hops + 1)]
             self.time_tables = (
                 [self._table(f"temporal_{k}", slots) for k in range(hops + 1)]
                 if self.temporal_encoding else []
             )
             self.state_map = None
         else:
-            memory_in, memory_out = self._table("embedding_a", vocab), self._table(
-                "embedding_c", vocab
-            )
+            memory_in = self._table("embedding_a", vocab, nil_row=True)
+            memory_out = self._table("embedding_c", vocab, nil_row=True)
             # [B (question), A, C, W (answer)]; hop k reads A then C.
-            self.word_tables = [self._table("embedding_b", vocab), memory_in, memory_out,
-                                self._table("answer", vocab)]
+            self.word_tables = [self._table("embedding_b", vocab, nil_row=True), memory_in,
+                                memory_out, self._table("answer", vocab, nil_row=True)]
             self.time_tables = (
                 [self._table("temporal_a", slots), self._table("temporal_c", slots)]
                 if self.temporal_encoding else []
@@ -250,7 +281,9 @@ class MemN2N(keras.layers.Layer):
         """Σ_j l_j ⊙ E x_j over the last axis of `token_ids`."""
         vectors = ops.take(table, token_ids, axis=0)
         if self.position_encoding:
-            weights = position_encoding_weights(token_ids, self.embedding_dim, vectors.dtype)
+            weights = position_encoding_weights(
+                token_ids, self.embedding_dim, vectors.dtype, self.position_encoding_length
+            )
         else:
             weights = ops.cast(ops.not_equal(token_ids, 0), vectors.dtype)[..., None]
         return ops.sum(vectors * weights, axis=-2)
@@ -305,6 +338,7 @@ class MemN2N(keras.layers.Layer):
             memory_size=self.memory_size,
             weight_tying=self.weight_tying,
             position_encoding=self.position_encoding,
+            position_encoding_length=self.position_encoding_length,
             temporal_encoding=self.temporal_encoding,
             random_noise=self.random_noise,
             linear_start=self.linear_start,

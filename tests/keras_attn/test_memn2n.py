@@ -26,15 +26,22 @@ def _question(rng, batch=3):
 
 
 def _reference(layer, story, question):
-    """The paper's equations in numpy, from the layer's weights."""
+    """The paper's equations in numpy, from the layer's weights (with the
+    authors' code's position encoding where the layer has a fixed width)."""
     w = {v.path.split("/")[-1]: keras.ops.convert_to_numpy(v.value) for v in layer.weights}
+    width = layer.position_encoding_length
 
     def pe(ids):
         length = max(int((ids != 0).sum()), 1)
         out = np.zeros((len(ids), DIM))
         for j in range(1, len(ids) + 1):
             for k in range(1, DIM + 1):
-                out[j - 1, k - 1] = (1 - j / length) - (k / DIM) * (1 - 2 * j / length)
+                if width is None:
+                    out[j - 1, k - 1] = (1 - j / length) - (k / DIM) * (1 - 2 * j / length)
+                else:
+                    out[j - 1, k - 1] = (
+                        1 + 4 * (k - (DIM + 1) / 2) * (j - (width + 1) / 2) / (DIM * width)
+                    )
         return out * (ids != 0)[:, None]
 
     def embed(ids, table):
@@ -68,9 +75,10 @@ def _reference(layer, story, question):
     return np.stack(logits), np.stack(attention)
 
 
-@pytest.mark.parametrize("tying", ["adjacent", "layerwise"])
-def test_matches_the_papers_equations(tying, rng):
-    layer = MemN2N(VOCAB, DIM, HOPS, SLOTS, weight_tying=tying)
+@pytest.mark.parametrize("tying, width", [("adjacent", None), ("layerwise", None),
+                                          ("adjacent", WORDS + 1)])
+def test_matches_the_papers_equations(tying, width, rng):
+    layer = MemN2N(VOCAB, DIM, HOPS, SLOTS, weight_tying=tying, position_encoding_length=width)
     story, question = _story(rng), _question(rng)
     logits, attention = layer(story, question)
     want_logits, want_attention = _reference(layer, story, question)
@@ -85,6 +93,14 @@ def test_position_encoding_by_hand():
     # Each sentence's own length: more padding changes nothing.
     longer = to_numpy(position_encoding_weights(np.array([[4, 9, 0, 0, 0]]), 2))[0]
     np.testing.assert_allclose(longer[:3], weights, atol=1e-7)
+
+
+def test_position_encoding_of_the_authors_code_by_hand():
+    # J = 3, d = 2: l_kj = 1 + 4 (k - 3/2)(j - 2) / 6, the same J for every sentence.
+    weights = to_numpy(position_encoding_weights(np.array([[4, 9, 0]]), 2, length=3))[0]
+    np.testing.assert_allclose(weights, [[4 / 3, 2 / 3], [1.0, 1.0], [0.0, 0.0]], atol=1e-6)
+    shorter = to_numpy(position_encoding_weights(np.array([[4, 0, 0]]), 2, length=3))[0]
+    np.testing.assert_allclose(shorter[0], weights[0], atol=1e-7)
 
 
 @pytest.mark.parametrize("tying, weights", [("adjacent", 2 * (HOPS + 1)), ("layerwise", 7)])

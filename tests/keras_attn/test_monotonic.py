@@ -129,6 +129,8 @@ def test_hard_decoding_in_the_wrapper_cell_only_moves_forward(rng):
         ({"mode": "soft"}, r"`mode` must be one of \('parallel', 'recursive', 'hard'\)"),
         ({"sigmoid_noise": -1}, r"`sigmoid_noise` must be a number ≥ 0; received -1"),
         ({"dropout": 0.1}, r"`dropout` does not apply"),
+        ({"score": "general", "use_scale": True},
+         r"`use_scale` does not apply to monotonic attention.*received use_scale=True"),
     ],
 )
 def test_bad_arguments(kwargs, message):

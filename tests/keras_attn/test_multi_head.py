@@ -160,3 +160,21 @@ def test_cache_errors_name_the_argument(rng):
         layer(x, x, cache=np.zeros((2, 2, 2, 5, 4), "float32"), use_causal_mask=True)
     with pytest.raises(ValueError, match="needs `key_dim == value_dim`"):
         keras_attn.MultiHeadAttention(2, 4, value_dim=3).compute_cache(np.zeros((2, 3, 8), "float32"))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_path_equals_the_explicit_one(causal):
+    # Without weights to return, the layer calls keras.ops.dot_product_attention
+    # (a flash kernel on a GPU); with them, the explicit softmax. Same outputs,
+    # zeros included for a query that has no key to attend to.
+    rng = np.random.default_rng(0)
+    layer = keras_attn.MultiHeadAttention(num_heads=2, key_dim=4)
+    query = rng.normal(size=(3, 5, 6)).astype("float32")
+    value = rng.normal(size=(3, 7, 6)).astype("float32")
+    query_mask = np.array([[1] * 5, [1, 1, 1, 0, 0], [0] * 5], bool)
+    value_mask = np.array([[1] * 7, [1, 1, 0, 0, 0, 0, 0], [1] * 7], bool)
+    kwargs = dict(query_mask=query_mask, value_mask=value_mask, use_causal_mask=causal)
+    fused = to_numpy(layer(query, value, **kwargs))
+    explicit, _ = layer(query, value, return_attention_scores=True, **kwargs)
+    np.testing.assert_allclose(fused, to_numpy(explicit), atol=1e-5)
+    assert np.all(np.isfinite(fused))

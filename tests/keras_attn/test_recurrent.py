@@ -95,6 +95,35 @@ def test_cell_state_and_config_round_trip(rng):
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
+def test_linear_attention_layer_as_tf_addons(rng):
+    # TF-Addons' attention layer is W_c [c; h], no activation: the option ports it.
+    memory = rng.normal(size=(2, 5, 8)).astype("float32")
+    x = rng.normal(size=(2, 4)).astype("float32")
+    outputs, weights = {}, None
+    for activation in ("tanh", None):
+        cell = keras_attn.AttentionWrapperCell(
+            keras.layers.GRUCell(6), keras_attn.LuongAttention("general"), memory_size=8,
+            attention_layer_size=7, attention_layer_activation=activation,
+        )
+        cell(x, cell.get_initial_state(memory))
+        if weights is not None:  # the linear cell gets the tanh cell's weights
+            cell.set_weights(weights)
+        weights = cell.get_weights()
+        states = cell.get_initial_state(memory)  # the keys, projected with these weights
+        output, new_states = cell(x, states)
+        h = to_numpy(new_states[0])
+        context = to_numpy(cell.attention(new_states[0], memory))
+        w_c = to_numpy(cell.attention_layer.kernel)
+        outputs[activation] = (to_numpy(output), np.concatenate([context, h], -1) @ w_c)
+    np.testing.assert_allclose(outputs[None][0], outputs[None][1], atol=1e-5)
+    np.testing.assert_allclose(outputs["tanh"][0], np.tanh(outputs["tanh"][1]), atol=1e-5)
+    clone = keras_attn.AttentionWrapperCell.from_config(cell.get_config())
+    assert clone.attention_layer_activation is None
+    with pytest.raises(ValueError, match="`attention_layer_activation` must be a Keras"):
+        keras_attn.AttentionWrapperCell(keras.layers.GRUCell(4), keras_attn.LuongAttention(),
+                                        memory_size=8, attention_layer_activation="wiggly")
+
+
 def test_bad_arguments(rng):
     with pytest.raises(TypeError, match="`attention` must be a keras_attn.Attention"):
         keras_attn.AttentionWrapperCell(keras.layers.GRUCell(4), keras.layers.Dense(3), memory_size=4)

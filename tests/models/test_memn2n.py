@@ -1,3 +1,4 @@
+import dataclasses
 import os
 
 import keras
@@ -54,6 +55,31 @@ def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
     assert float(np.asarray(loaded.get_layer("memn2n").softmax_enabled.value)) == 1.0
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_nil_word_embeds_to_zero_and_stays_there_after_steps(data, optimizer):
+    keras.utils.set_random_seed(1)
+    model = compile_memn2n(build_memn2n(data["config"]), optimizer=optimizer)
+    memory = model.get_layer("memn2n")
+    before = [np.array(t.numpy()) for t in memory.word_tables]
+    x, y, _ = data["train"]
+    for start in range(0, 96, 32):
+        model.train_on_batch({k: v[start:start + 32] for k, v in x.items()}, y[start:start + 32])
+    after = [np.array(t.numpy()) for t in memory.word_tables]
+    assert all(np.all(t[0] == 0) for t in before + after)
+    assert all(np.any(a[1:] != b[1:]) for a, b in zip(after, before, strict=True))  # the others learn
+
+
+def test_position_encoding_form_sets_the_layers_width(data):
+    code = build_memn2n(data["config"]).get_layer("memn2n")
+    config = data["config"]
+    assert code.position_encoding_length == max(config.sentence_length,
+                                                config.question_length) + 1
+    paper = dataclasses.replace(config, position_encoding_form="paper")
+    assert build_memn2n(paper).get_layer("memn2n").position_encoding_length is None
+    with pytest.raises(ValueError, match="position_encoding_form.*'paper'.*received 'matlab'"):
+        dataclasses.replace(config, position_encoding_form="matlab")
+
+
 def test_predictions_are_always_candidate_answers(data):
     model = build_memn2n(data["config"])
     logits = model.predict(data["test"][0], verbose=0)
@@ -90,7 +116,8 @@ class _FakeModel:
 
 def test_schedule_halves_the_rate_and_ends_linear_start_on_a_plateau():
     schedule = MemN2NSchedule(learning_rate=0.01, halve_every=25, linear_start_rate=0.005,
-                              patience=2, max_linear_epochs=20, verbose=False)
+                              linear_start_epochs=None, patience=2, max_linear_epochs=20,
+                              verbose=False)
     schedule.set_model(_FakeModel(linear=True))
     rates = []
     losses = [5.0, 4.0, 3.0, 3.5, 3.2] + [1.0] * 60
@@ -106,7 +133,8 @@ def test_schedule_halves_the_rate_and_ends_linear_start_on_a_plateau():
 
 
 def test_schedule_caps_linear_start_and_runs_plain_without_it():
-    capped = MemN2NSchedule(patience=100, max_linear_epochs=3, verbose=False)
+    capped = MemN2NSchedule(linear_start_epochs=None, patience=100, max_linear_epochs=3,
+                            verbose=False)
     capped.set_model(_FakeModel(linear=True))
     for epoch in range(5):
         capped.on_epoch_begin(epoch)

@@ -6,6 +6,7 @@ import pytest
 
 from keras_attn.training import cli
 from keras_attn.training.tasks.memn2n import babi
+from keras_attn.training.tasks.memn2n import task as task_module
 from keras_attn.training.tasks.memn2n.stories import generate_questions
 
 
@@ -68,3 +69,18 @@ def test_kinds_with_a_data_dir_is_refused(tmp_path):
     with pytest.raises(SystemExit, match=r"`--kinds` picks the built-in stories"):
         cli.main(["train", "memn2n", "--data-dir", str(data), "--kinds", "1",
                   "--work-dir", str(tmp_path / "w"), "--no-export", "--quiet"])
+
+
+def test_the_default_split_trains_on_90_percent_of_each_tasks_stories(tmp_path):
+    data = tmp_path / "babi"
+    data.mkdir()
+    for task, name in ((1, "single-supporting-fact"), (6, "yes-no-questions")):
+        _write_task(data, task, name, generate_questions(task, 400, seed=task), "train")
+    args = cli.build_parser().parse_args(["train", "memn2n", "--data-dir", str(data)])
+    splits = task_module.load_questions(args)[0]
+    for task in (1, 6):
+        stories = {side: {q.story_id for q in splits[side] if q.task == task}
+                   for side in ("train", "validation")}
+        assert not stories["train"] & stories["validation"]
+        total = len(stories["train"]) + len(stories["validation"])
+        assert len(stories["validation"]) == round(0.1 * total)

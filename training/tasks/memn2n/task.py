@@ -21,7 +21,14 @@ from keras_attn.models.memn2n import (
     compile_memn2n,
     with_attention,
 )
-from keras_attn.training.arguments import fraction, positive_float, positive_int, probability
+from keras_attn.training import distribution
+from keras_attn.training.arguments import (
+    fraction,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+)
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
@@ -53,18 +60,33 @@ def add_arguments(parser):
     model.add_argument("--hops", type=positive_int, default=3)
     model.add_argument("--weight-tying", choices=("adjacent", "layerwise"), default="adjacent")
     model.add_argument("--position-encoding", action=argparse.BooleanOptionalAction, default=True)
+    model.add_argument(
+        "--position-encoding-form", choices=("code", "paper"), default="code",
+        help="code: the authors' code's form over one fixed width (it solves tasks 4 and 15); "
+        "paper: the paper's formula with each sentence's own length",
+    )
     model.add_argument("--temporal-encoding", action=argparse.BooleanOptionalAction, default=True)
     model.add_argument("--random-noise", type=probability, default=0.1)
     model.add_argument("--linear-start", action=argparse.BooleanOptionalAction, default=True)
-    fit = parser.add_argument_group("training")
-    fit.add_argument("--epochs", type=positive_int, help="default 100 for one task, 60 for several")
+    fit = parser.add_argument_group("training (defaults: the authors' code)")
+    fit.add_argument("--epochs", type=positive_int,
+                     help="in all, linear start included; default 120 for one task (20 + 100), "
+                     "90 for several (30 + 60)")
+    fit.add_argument("--linear-start-epochs", type=non_negative_int,
+                     help="epochs before the softmax is restored; default 20 for one task, 30 "
+                     "for several; 0: when the validation loss stops falling (at most 20)")
     fit.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
     fit.add_argument("--learning-rate", type=positive_float,
-                     help="default 0.01 (sgd), 0.001 (adam)")
+                     help="default 0.005 with linear start (during and after it), 0.01 "
+                     "without (sgd); 0.001 (adam)")
     fit.add_argument(
-        "--halve-every", type=positive_int, help="epochs; default 25 for one task, 15 for several"
+        "--halve-every", type=positive_int,
+        help="epochs after linear start; default 25 for one task, 15 for several"
     )
     fit.add_argument("--clipnorm", type=positive_float, default=40.0)
+    fit.add_argument("--clip", choices=("each", "global"), default="each",
+                     help="clip each weight's gradient to --clipnorm (the authors' code), or "
+                     "all of them together")
 
 # -- data -------------------------------------------------------------------------
 def _numbers(text, name):
@@ -236,6 +258,7 @@ def model_config(args, data):
         hops=args.hops,
         weight_tying=args.weight_tying,
         position_encoding=args.position_encoding,
+        position_encoding_form=args.position_encoding_form,
         temporal_encoding=args.temporal_encoding,
         random_noise=args.random_noise,
         linear_start=args.linear_start,
@@ -244,13 +267,22 @@ def model_config(args, data):
 
 
 def schedule_of(args, data, quiet=False):
-    """The paper's schedule: the rate halves every `--halve-every` epochs, linear
-    start at half the rate."""
-    learning_rate = args.learning_rate or (0.01 if args.optimizer == "sgd" else 0.001)
+    """The authors' schedule: linear start for a fixed number of epochs at 0.005,
+    then the same rate, halved every `--halve-every` epochs."""
+    several = data["several"]
+    if args.optimizer == "adam":
+        default_rate = 0.001
+    else:
+        default_rate = 0.005 if args.linear_start else 0.01
+    learning_rate = args.learning_rate or default_rate
+    linear_epochs = args.linear_start_epochs
+    if linear_epochs is None:
+        linear_epochs = 30 if several else 20
     return learning_rate, MemN2NSchedule(
         learning_rate=learning_rate,
-        halve_every=args.halve_every or (15 if data["several"] else 25),
-        linear_start_rate=learning_rate / 2,
+        halve_every=args.halve_every or (15 if several else 25),
+        linear_start_rate=learning_rate,
+        linear_start_epochs=linear_epochs or None,
         verbose=not quiet,
     )
 
@@ -286,7 +318,7 @@ class MemN2NTask(Task):
         learning_rate, _ = schedule_of(args, data)
         model = compile_memn2n(build_memn2n(config), optimizer=args.optimizer,
                                learning_rate=learning_rate, clipnorm=args.clipnorm,
-                               jit_compile=jit_compile)
+                               clip=args.clip, jit_compile=jit_compile)
         return config, model
 
     def callbacks(self, model, data, args):
@@ -313,9 +345,10 @@ class MemN2NTask(Task):
                     "question_length": data["question_length"]}
         x, y, _ = arrays(data["vocab"], settings, data["splits"]["train"])
         vx, vy, _ = arrays(data["vocab"], settings, data["splits"]["validation"])
-        epochs = args.epochs or (60 if data["several"] else 100)
-        history = model.fit(x, y, validation_data=(vx, vy), batch_size=args.batch_size,
-                            epochs=epochs, callbacks=callbacks, verbose=verbose)
+        epochs = args.epochs or (90 if data["several"] else 120)
+        arguments = distribution.even_fit_arguments(
+            {"x": x, "y": y, "validation_data": (vx, vy), "batch_size": args.batch_size})
+        history = model.fit(**arguments, epochs=epochs, callbacks=callbacks, verbose=verbose)
         self.epochs_run = len(history.epoch)
         print(f"linear start: {self.linear_start_epochs(args)} epochs")
         return {"epochs": len(history.epoch), "train_loss": float(history.history["loss"][-1]),

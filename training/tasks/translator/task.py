@@ -54,14 +54,16 @@ TEXT_TRANSFORMER_RATE = 1e-3  # the Transformer's peak on real text
 PROFILES = {
     "dates": dict(
         level="char", lowercase=False, space_punctuation=False, max_vocab=None,
-        input_feeding=True, sort_window=1, max_tokens=None, epochs=3, max_minutes=None,
+        attention="bahdanau", input_feeding=True, sort_window=1, max_tokens=None, epochs=3,
+        max_minutes=None,
         embedding_dim=64, encoder_units=64,
         decoder_units=128, attention_units=128, model_dim=64, feedforward_dim=256,
         num_layers=1, warmup_steps=100,
     ),
     "text": dict(
         level="word", lowercase=True, space_punctuation=True, max_vocab=8000,
-        input_feeding=True, sort_window=50, max_tokens=50, epochs=10, max_minutes=30.0,
+        attention="luong-general", input_feeding=False, sort_window=50, max_tokens=50,
+        epochs=10, max_minutes=30.0,
         embedding_dim=256, encoder_units=256,
         decoder_units=256, attention_units=256, model_dim=256, feedforward_dim=1024,
         num_layers=2, warmup_steps=400,
@@ -121,7 +123,7 @@ def add_arguments(parser):
         # models.translator.ATTENTIONS; not imported here, since that imports Keras
         # before `--backend` has been read.
         choices=("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic"),
-        default="bahdanau",
+        help="the score of the decoder's attention; " + _profile_help("attention"),
     )
     model.add_argument("--rnn", choices=("gru", "lstm"), default="gru")
     model.add_argument(
