@@ -128,8 +128,10 @@ def test_serving_config_is_tf_servings_proto_and_every_version_loads(tmp_path):
 # 5. Silences, resumes, Ctrl-C ---------------------------------------------------------------
 def test_ctrl_c_stops_with_one_line_and_leaves_the_backup(tmp_path):
     process = subprocess.Popen(
+        # Many epochs: under load the reader below can lag the run by seconds, and a run
+        # that ended before the signal came would exit 0.
         [SCRIPT, "train", "translator", "--train-size", "3000", "--test-size", "8", "--epochs",
-         "5", "--no-export", "--no-tensorboard", "--work-dir", str(tmp_path / "run")],
+         "100", "--no-export", "--no-tensorboard", "--work-dir", str(tmp_path / "run")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
         env={**{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
              "PYTHONUNBUFFERED": "1"})
