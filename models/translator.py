@@ -352,9 +352,9 @@ def generate(
 
 
 class Generator(keras.Model):
-    """`generate` as a model, so that `predict` compiles the decoding loop on any
-    backend (`tf.function` on TensorFlow, `jax.jit` on JAX): 2–3× faster than
-    eager decoding on TensorFlow. `predict(source_ids)` returns `generate`'s dict.
+    """`generate` as a model, so that `predict` compiles the decoding loop with the
+    backend's own compiler instead of running it op by op.
+    `predict(source_ids)` returns `generate`'s dict.
 
     Args:
         translator: a trained translator or Transformer.
