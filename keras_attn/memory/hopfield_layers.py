@@ -262,6 +262,11 @@ _HOPFIELD_ARGUMENTS = (
 )
 
 
+def _per_example(weight, batch, dtype):
+    """A learned `(n, d)` pattern matrix as `(batch, n, d)`, one copy per example."""
+    return ops.broadcast_to(ops.cast(weight, dtype)[None], (batch, *weight.shape))
+
+
 def _split_arguments(owner, kwargs):
     """A wrapper's keyword arguments → `(Layer's, Hopfield's)`; `TypeError` on others."""
     layer = {k: kwargs[k] for k in ("name", "dtype", "trainable") if k in kwargs}
@@ -324,9 +329,7 @@ class HopfieldPooling(keras.layers.Layer):
 
     def call(self, inputs, mask=None, return_attention_scores=False, training=None):
         _validation.check_rank("inputs", inputs.shape, 3, self.name)
-        batch = ops.shape(inputs)[0]
-        queries = ops.broadcast_to(ops.cast(self.state_patterns, inputs.dtype)[None],
-                                   (batch, *self.state_patterns.shape))
+        queries = _per_example(self.state_patterns, ops.shape(inputs)[0], inputs.dtype)
         return self.hopfield(queries, inputs, stored_mask=mask,
                              return_attention_scores=return_attention_scores, training=training)
 
@@ -393,11 +396,9 @@ class HopfieldLayer(keras.layers.Layer):
     def call(self, inputs, return_attention_scores=False, training=None):
         _validation.check_rank("inputs", inputs.shape, 3, self.name)
         batch = ops.shape(inputs)[0]
-
-        def tiled(weight):
-            return ops.broadcast_to(ops.cast(weight, inputs.dtype)[None], (batch, *weight.shape))
-
-        return self.hopfield(inputs, tiled(self.stored_patterns), tiled(self.pattern_projections),
+        stored = _per_example(self.stored_patterns, batch, inputs.dtype)
+        projections = _per_example(self.pattern_projections, batch, inputs.dtype)
+        return self.hopfield(inputs, stored, projections,
                              return_attention_scores=return_attention_scores, training=training)
 
     def get_config(self):
