@@ -26,8 +26,9 @@ from keras.src.backend.common import global_state
 from keras.src.random import seed_generator
 from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
 
-from keras_attn.training import distribution
+from keras_attn.training import distribution, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
+from keras_attn.training.callbacks import ResumeReport
 from keras_attn.training.task import RunMeta
 
 RUNS_ROOT = "runs"
@@ -192,8 +193,6 @@ def save_run(run_dir, model, meta, task, data, **records):
 
 def load_run(run_dir):
     """`(meta, model, assets, task)` of a run folder or an export's `assets.extra/`."""
-    from keras_attn.training import tasks
-
     meta = RunMeta.load(os.path.join(run_dir, META_FILE))
     task = tasks.get(meta.task)
     model = keras.saving.load_model(os.path.join(run_dir, MODEL_FILE), compile=False,
@@ -202,47 +201,6 @@ def load_run(run_dir):
 
 
 # -- callbacks -------------------------------------------------------------------------------
-class TimeBudget(keras.callbacks.Callback):
-    """Stops `fit` at the end of the first batch past `seconds`."""
-
-    def __init__(self, seconds):
-        super().__init__()
-        self.seconds = seconds
-        self.stopped_early = False
-
-    def on_train_begin(self, logs=None):
-        self.deadline = time.monotonic() + self.seconds
-
-    def on_train_batch_end(self, batch, logs=None):
-        if time.monotonic() > self.deadline:
-            self.model.stop_training = True
-            if not self.stopped_early:
-                print(f"\ntime budget of {self.seconds / 60:g} minutes spent: stopping")
-            self.stopped_early = True
-
-
-class ResumeReport(keras.callbacks.BackupAndRestore):
-    """`BackupAndRestore` that says where a resumed run starts, and counts the
-    epochs that ran in this process."""
-
-    def __init__(self, backup_dir):
-        super().__init__(backup_dir)
-        self.initial_epoch = self.epochs_run = 0
-
-    def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)
-        # What the backup restored: `fit` starts from the model's `_initial_epoch`.
-        self.initial_epoch = getattr(self.model, "_initial_epoch", None) or 0
-        self.epochs_run = 0
-        if self.initial_epoch:
-            print(f"resuming from epoch {self.initial_epoch + 1} (the backup in "
-                  f"{self.backup_dir})", flush=True)
-
-    def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch, logs)
-        self.epochs_run += 1
-
-
 def tensorboard_callbacks(run_dir, tensorboard=None):
     """TensorBoard logs in `run_dir/logs` if asked (by default on the TF backend)."""
     if tensorboard is None:

@@ -32,8 +32,8 @@ from keras_attn.training.arguments import (
     positive_int,
     probability,
 )
+from keras_attn.training.callbacks import TimeBudget
 from keras_attn.training.data.batching import BucketedBatches
-from keras_attn.training.runner import TimeBudget
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.translator.dates import date_splits
 from keras_attn.training.tasks.translator.parallel import load_parallel_tsv, split_pairs
