@@ -25,6 +25,7 @@ from keras_attn.memory import (
 from keras_attn.monotonic import MonotonicAttention
 from keras_attn.multi_head import MultiHeadAttention
 from keras_attn.pointer import PointerAttention
+from keras_attn.policy_gradient import PolicyGradient
 from keras_attn.pooling import AttentionPooling
 from keras_attn.positional import (
     ALiBiBias,
@@ -89,6 +90,7 @@ __all__ = [
     "MultiHeadAttention",
     "NTMCell",
     "PointerAttention",
+    "PolicyGradient",
     "ProductKeyMemory",
     "RotaryEmbedding",
     "ScaledDotScore",

@@ -21,6 +21,7 @@ from keras_attn import _validation
 from keras_attn import ops as attn_ops
 
 _NEG = -1e9
+RANKINGS = ("gnmt", "tf_addons")
 
 
 def length_penalty(lengths, alpha):
@@ -151,12 +152,25 @@ def beam_search(
     source_mask=None,
     pad_token=0,
     return_all_beams=False,
+    ranking="gnmt",
 ):
     """Beam search with GNMT length and coverage penalties.
 
     Beams are ranked by `log P(Y) / lp(Y) + cp(Y)` (Wu et al. 2016, eq. 14).
     A finished beam keeps its score and length. With `beam_width=1` this is
     greedy decoding, token for token.
+
+    `ranking` picks how the penalties apply while beams are still being extended:
+
+    - `"gnmt"` (the default): `|Y|` counts the end token, and every hypothesis,
+      finished or not, is ranked with its coverage penalty, so hypotheses are
+      compared on the same terms at every step.
+    - `"tf_addons"`: `tfa.seq2seq.BeamSearchDecoder`'s rule, for ported models that
+      must decode token for token as before: `|Y|` does not count the end token,
+      and only hypotheses finished *before* the current step get the coverage
+      penalty. The coverage term is then `β Σ_i log min(Σ_j α_ij, 1)` as there:
+      with `source_mask`, padded positions are left out (TF-Addons has no mask and
+      sums their `log 0`).
 
     Args:
         step_fn: the decoder step (see the module docstring).
@@ -169,6 +183,7 @@ def beam_search(
         coverage_penalty_beta: `β` (0 disables).
         source_mask: `(B, T_in)` padding mask, for the coverage penalty.
         return_all_beams: return every beam (sorted best first) instead of the best.
+        ranking: `"gnmt"` or `"tf_addons"` (see above).
 
     Returns:
         A dict: `tokens` `(B, max_length)` (or `(B, K, max_length)`), `scores`
@@ -176,6 +191,9 @@ def beam_search(
         and `alignments` `(B, [K,] max_length, T_in)`.
     """
     k = _validation.check_integer("beam_width", beam_width)
+    if ranking not in RANKINGS:
+        raise ValueError(f"`ranking` must be one of {RANKINGS}; received {ranking!r}.")
+    tf_addons = ranking == "tf_addons"
     _check_sizes(
         batch_size, max_length, alignment_length, source_mask,
         tokens={"start_token": start_token, "end_token": end_token, "pad_token": pad_token},
@@ -226,10 +244,20 @@ def beam_search(
         alignment = ops.reshape(ops.cast(alignment, "float32"), (batch_size, k, -1))
         alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
         new_coverage = coverage + alignment
-        rank = totals / ops.expand_dims(length_penalty(new_lengths, length_penalty_alpha), -1)
-        rank = rank + ops.expand_dims(
+        rank_lengths = ops.expand_dims(new_lengths, -1)
+        coverage_term = ops.expand_dims(
             coverage_penalty(new_coverage, coverage_penalty_beta, source_mask), -1
         )
+        if tf_addons:
+            # The end token, emitted now or before, is not counted in |Y|; the
+            # coverage penalty only ranks hypotheses that were already finished.
+            ended = ops.logical_or(
+                ops.expand_dims(finished, -1),
+                ops.reshape(ops.equal(ops.arange(vocab), end_token), (1, 1, -1)),
+            )
+            rank_lengths = rank_lengths - ops.cast(ended, "int32")
+            coverage_term = coverage_term * ops.cast(ops.expand_dims(finished, -1), "float32")
+        rank = totals / length_penalty(rank_lengths, length_penalty_alpha) + coverage_term
         top_ranks, top = ops.top_k(ops.reshape(rank, (batch_size, k * vocab)), k)
         top = ops.cast(top, "int32")
         parent, token = top // vocab, top % vocab

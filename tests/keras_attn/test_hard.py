@@ -133,3 +133,183 @@ def test_config_round_trip_keeps_the_new_arguments():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         keras_attn.HardAttention(**kwargs)
+
+
+# REINFORCE: the estimator of Xu et al. 2015 (section 4.1), with `PolicyGradient`.
+
+
+def _gradient(fn, x):
+    """d fn(x) / dx on the active backend."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(fn)(x))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            y = fn(x)
+        return tape.gradient(y, x).numpy()
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    fn(x).backward()
+    return x.grad.numpy()
+
+
+def test_reinforce_contract(rng):
+    run_layer_contract(
+        keras_attn.HardAttention, {"score": "general", "estimator": "reinforce"},
+        _inputs(rng), [(2, 3, 6), (2, 3, 5), (2,)],
+        call_kwargs={"return_attention_scores": True, "return_log_prob": True},
+        expect_trainable_weights=1,
+        fit=False,  # the context carries no gradient to W by design: tested below
+    )
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_log_prob_is_the_log_of_the_soft_weights_at_the_choices(rng, training):
+    inputs = _inputs(rng, b=3, tq=4)
+    mask = np.ones((3, 5), bool)
+    mask[1] = False  # every key masked: no choice, log-probability 0
+    mask[2, :2] = False
+    hard = keras_attn.HardAttention(score="general", estimator="reinforce", seed=2)
+    _, choice, log_prob = hard(**inputs, mask=mask, return_attention_scores=True,
+                               return_log_prob=True, training=training)
+    soft = keras_attn.Attention(score="general")
+    soft(**inputs)
+    soft.set_weights(hard.get_weights())
+    _, alpha = soft(**inputs, mask=mask, return_attention_scores=True)
+    choice, alpha = to_numpy(choice), to_numpy(alpha).astype("float64")
+    chosen = np.where(choice > 0, np.log(np.where(choice > 0, alpha, 1.0)), 0.0)
+    np.testing.assert_allclose(to_numpy(log_prob), chosen.sum((1, 2)), rtol=1e-5, atol=1e-5)
+    assert to_numpy(log_prob)[1] == 0.0
+
+
+def test_reinforce_scores_learn_through_the_log_prob_only(rng):
+    inputs = _inputs(rng)
+    symbolic = {k: keras.Input(v.shape[1:]) for k, v in inputs.items()}
+    hard = keras_attn.HardAttention(score="general", estimator="reinforce", seed=0)
+    context, log_prob = hard(**symbolic, return_log_prob=True)
+    from tests.keras_attn.contract import trainable_gradients
+
+    (from_context,) = trainable_gradients(
+        keras.Model(symbolic, [context, log_prob]), inputs, np.zeros((2, 3, 6), "float32"))
+    (from_log_prob,) = trainable_gradients(
+        keras.Model(symbolic, [log_prob, context]), inputs, np.zeros((2,), "float32"))
+    assert from_context is None or np.all(from_context == 0)
+    assert np.all(np.isfinite(from_log_prob)) and np.any(from_log_prob != 0)
+
+
+def test_entropy_bonus_is_the_layers_own_loss(rng):
+    inputs = _inputs(rng)
+    hard = keras_attn.HardAttention(score="general", estimator="reinforce",
+                                    entropy_weight=0.2, seed=0)
+    hard(**inputs, training=True)
+    (bonus,) = [float(to_numpy(x)) for x in hard.losses]
+    soft = keras_attn.Attention(score="general")
+    soft(**inputs)
+    soft.set_weights(hard.get_weights())
+    _, alpha = soft(**inputs, return_attention_scores=True)
+    alpha = to_numpy(alpha).astype("float64")
+    entropy = -(alpha * np.log(alpha)).sum(-1).mean()
+    np.testing.assert_allclose(bonus, -0.2 * entropy, rtol=1e-5)
+    hard(**inputs, training=False)
+    assert not hard.losses  # no bonus outside training
+
+
+def _identity_loss(y_true, y_pred):
+    return y_pred  # the predictions are the per-example losses themselves
+
+
+def test_baseline_is_the_bias_corrected_moving_average_of_past_batches():
+    policy = keras_attn.PolicyGradient(_identity_loss, baseline_decay=0.9)
+    log_prob = np.zeros((2,), "float32")
+    assert float(to_numpy(policy.current_baseline())) == 0.0
+    policy(np.zeros(2), np.array([1.0, 3.0], "float32"), log_prob, training=True)
+    np.testing.assert_allclose(to_numpy(policy.current_baseline()), 2.0, rtol=1e-6)
+    policy(np.zeros(2), np.array([4.0, 4.0], "float32"), log_prob, training=True)
+    expected = (0.9 * 0.1 * 2.0 + 0.1 * 4.0) / (1 - 0.9**2)
+    np.testing.assert_allclose(to_numpy(policy.current_baseline()), expected, rtol=1e-6)
+    policy(np.zeros(2), np.array([9.0, 9.0], "float32"), log_prob, training=False)
+    np.testing.assert_allclose(to_numpy(policy.current_baseline()), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("baseline", ["moving_average", None])
+def test_surrogate_is_zero_in_value_and_reinforce_in_gradient(baseline):
+    policy = keras_attn.PolicyGradient(_identity_loss, baseline=baseline)
+    losses = np.array([1.0, 3.0, 0.5], "float32")
+    weights = np.array([1.0, 0.0, 2.0], "float32")
+    # One training step sets the baseline to that batch's weighted mean loss.
+    policy(np.zeros(3), losses, np.zeros(3, "float32"), sample_weight=weights, training=True)
+    b = (1.0 * 1.0 + 2.0 * 0.5) / 3.0 if baseline else 0.0
+    log_prob = np.array([-0.5, -1.0, -2.0], "float32")
+
+    def total_loss(lp):
+        policy(np.zeros(3), losses, lp, sample_weight=weights)
+        return keras.ops.sum(keras.ops.stack(policy.losses))
+
+    value = float(to_numpy(total_loss(keras.ops.convert_to_tensor(log_prob))))
+    np.testing.assert_allclose(value, (weights * losses).sum() / weights.sum(), rtol=1e-6)
+    gradient = _gradient(total_loss, log_prob)
+    np.testing.assert_allclose(gradient, weights * (losses - b) / weights.sum(), rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_reinforce_model_fit_learns_to_point_and_reports_the_task_loss():
+    """The straight-through test's task (pick the value whose key has the largest
+    first feature), learned by REINFORCE alone, for several initialisations."""
+    rng = np.random.default_rng(0)
+    n, t, d = 4096, 6, 4
+
+    def task(n):
+        keys = rng.normal(size=(n, t, d)).astype("float32")
+        values = rng.normal(size=(n, t, 3)).astype("float32")
+        target = values[np.arange(n), keys[:, :, 0].argmax(1)]
+        return [np.ones((n, d), "float32"), keys, values], target
+
+    test_inputs, test_target = task(1000)
+    train_inputs, train_target = task(n)
+    for seed in (0, 1):
+        keras.utils.set_random_seed(seed)
+        query, key, value = keras.Input((d,)), keras.Input((t, d)), keras.Input((t, 3))
+        targets = keras.Input((3,))
+        hard = keras_attn.HardAttention(score="general", estimator="reinforce", seed=seed)
+        context, log_prob = hard(query, value, key=key, return_log_prob=True)
+        outputs = keras_attn.PolicyGradient("mse")(targets, context, log_prob)
+        model = keras.Model([query, key, value, targets], outputs)
+        model.compile(keras.optimizers.Adam(0.05))
+        inference = keras.Model([query, key, value], context)
+
+        def accuracy(inference):
+            predicted = inference.predict(test_inputs, verbose=0)
+            return np.mean(np.all(np.abs(predicted - test_target) < 1e-6, axis=-1))
+
+        before = accuracy(inference)
+        model.fit([*train_inputs, train_target], epochs=8, batch_size=128, verbose=0)
+        after = accuracy(inference)
+        assert before < 0.5 and after >= 0.9, (seed, before, after)
+        # Evaluation takes the argmax: the reported loss is the task's loss alone.
+        reported = model.evaluate([*test_inputs, test_target], verbose=0)
+        predicted = inference.predict(test_inputs, verbose=0)
+        np.testing.assert_allclose(reported, np.mean((predicted - test_target) ** 2),
+                                   rtol=1e-4)
+
+
+def test_policy_gradient_round_trips_and_refuses_bad_arguments():
+    policy = keras_attn.PolicyGradient("sparse_categorical_crossentropy", baseline_decay=0.8)
+    clone = keras_attn.PolicyGradient.from_config(policy.get_config())
+    assert clone.get_config() == policy.get_config()
+    with pytest.raises(ValueError, match=r"`baseline` must be one of .*received 'ema'"):
+        keras_attn.PolicyGradient("mse", baseline="ema")
+    with pytest.raises(ValueError, match=r"`baseline_decay` must be a number in \[0, 1\)"):
+        keras_attn.PolicyGradient("mse", baseline_decay=1.0)
+    with pytest.raises(ValueError, match=r"`log_prob` must be `\(B,\)`.*\(2, 3\)"):
+        keras_attn.PolicyGradient("mse")(np.zeros((2, 1)), np.zeros((2, 1)),
+                                         np.zeros((2, 3), "float32"))
+    with pytest.raises(ValueError, match=r"`estimator` must be one of .*received 'score'"):
+        keras_attn.HardAttention(estimator="score")
+    with pytest.raises(ValueError, match=r"`entropy_weight` must be a number ≥ 0"):
+        keras_attn.HardAttention(entropy_weight=-0.1)
