@@ -34,18 +34,18 @@ any CPU.
 
 import argparse
 import os
-import platform
 import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
+if __name__ == "__main__":  # run as a script: JAX unless told otherwise
+    os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_io import default_path, write_results  # noqa: E402
+from results_io import default_path, header, write_results  # noqa: E402
 
 import keras_attn  # noqa: E402
 
@@ -193,10 +193,7 @@ def main(argv=None):
 
     test = marked_items(np.random.default_rng(12345), args.test_size, args.length,
                         args.classes)
-    result = {"benchmark": "hard_attention", "backend": keras.backend.backend(),
-              "keras": keras.__version__,
-              "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-              "config": vars(args), "estimators": {}, "gradient_variance": []}
+    result = {**header("hard_attention", args), "estimators": {}, "gradient_variance": []}
     print(f"marked item among {args.length}, {args.classes} classes; held-out accuracy "
           f"every {args.eval_every} steps (batch {args.batch_size}), {args.seeds} seeds")
     for estimator in args.estimators:

@@ -21,16 +21,23 @@ def write_results(result, path, quiet=False):
     return result
 
 
-def tf_cpu_header(name, args):
-    """The fields every TensorFlow CPU benchmark's JSON opens with."""
+def header(name, args):
+    """The fields every benchmark's JSON opens with, on any backend."""
     import keras
-    import tensorflow as tf
 
     return {
         "benchmark": name,
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
-        "tensorflow": tf.__version__,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "config": vars(args),
     }
+
+
+def tf_cpu_header(name, args):
+    """`header`, with TensorFlow's version, for the TensorFlow CPU benchmarks."""
+    import tensorflow as tf
+
+    result = header(name, args)
+    result["tensorflow"] = tf.__version__
+    return result
