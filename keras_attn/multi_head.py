@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn import _validation
+from keras_attn import _initializers, _validation
 from keras_attn import ops as attn_ops
 from keras_attn.positional.rotary import RotaryEmbedding
 
@@ -123,13 +123,16 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         self.supports_masking = True
 
+    _PROJECTIONS = ("query", "key", "value", "attention_output")
+
     def _projection(self, equation, output_shape, bias_axes, name):
+        index = self._PROJECTIONS.index(name)  # each kernel its own initial draw
         return keras.layers.EinsumDense(
             equation,
             output_shape=output_shape,
             bias_axes=bias_axes if self.use_bias else None,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
+            kernel_initializer=_initializers.fresh(self.kernel_initializer, index),
+            bias_initializer=_initializers.fresh(self.bias_initializer, index),
             dtype=self.dtype_policy,
             name=name,
         )

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_attn import _validation
+from keras_attn import _initializers, _validation
 from keras_attn import ops as attn_ops
 
 
@@ -57,13 +57,14 @@ class AttentionPooling(keras.layers.Layer):
         self.projection = keras.layers.Dense(
             units,
             activation="tanh",
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=_initializers.fresh(self.kernel_initializer, 0),
             dtype=self.dtype_policy,
             name="projection",
         )
         self.projection.build((None, inputs_shape[-1]))
         self.context_vector = self.add_weight(
-            name="context_vector", shape=(units, 1), initializer=self.kernel_initializer
+            name="context_vector", shape=(units, 1),
+            initializer=_initializers.fresh(self.kernel_initializer, 1),
         )
 
     def call(self, inputs, mask=None, return_attention_scores=False):

@@ -24,7 +24,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attn import _validation
+from keras_attn import _initializers, _validation
 
 _PACKAGE = "keras_attn"
 
@@ -331,11 +331,11 @@ class AdditiveScore(AttentionScore):
         self.query_projection = self.key_projection = None
         self.v = self.bias = self.g = None
 
-    def _dense(self, units, name):
+    def _dense(self, units, name, index):
         return keras.layers.Dense(
             units,
             use_bias=False,
-            kernel_initializer=self.kernel_initializer,
+            kernel_initializer=_initializers.fresh(self.kernel_initializer, index),
             dtype=self.dtype_policy,
             name=name,
         )
@@ -361,11 +361,12 @@ class AdditiveScore(AttentionScore):
         in which a saved layer's weights are restored.
         """
         if self.query_projection is None:
-            self.query_projection = self._dense(units, "query_projection")
-            self.key_projection = self._dense(units, "key_projection")
+            self.query_projection = self._dense(units, "query_projection", 0)
+            self.key_projection = self._dense(units, "key_projection", 1)
         if self.v is not None:
             return
-        self.v = self.add_weight(name="v", shape=(units,), initializer=self.kernel_initializer)
+        self.v = self.add_weight(
+            name="v", shape=(units,), initializer=_initializers.fresh(self.kernel_initializer, 2))
         if self.use_bias:
             self.bias = self.add_weight(name="bias", shape=(units,), initializer="zeros")
         if self.normalize:

@@ -39,6 +39,9 @@ class MemN2NConfig:
     # sentences carry one more word, the time word); "paper": each sentence's length.
     position_encoding_form: str = "code"
     temporal_encoding: bool = True
+    # "masked": free slots are out of the softmax; "zero": in it with score 0 and
+    # read 0, as in the authors' code.
+    empty_slots: str = "masked"
     random_noise: float = 0.1
     linear_start: bool = True
     seed: int = 0
@@ -111,6 +114,7 @@ def build_memn2n(config):
             if config.position_encoding_form == "code" else None
         ),
         temporal_encoding=config.temporal_encoding,
+        empty_slots=config.empty_slots,
         random_noise=config.random_noise,
         linear_start=config.linear_start,
         seed=config.seed,

@@ -21,11 +21,12 @@ width `J` for every sentence and the question:
 import keras
 from keras import ops
 
-from keras_attn import _validation
+from keras_attn import _initializers, _validation
 from keras_attn.ops import masked_softmax
 
 _PACKAGE = "keras_attn"
 WEIGHT_TYING = ("adjacent", "layerwise")
+EMPTY_SLOTS = ("masked", "zero")
 
 
 def position_encoding_weights(token_ids, embedding_dim, dtype="float32", length=None):
@@ -124,10 +125,17 @@ class MemN2N(keras.layers.Layer):
 
     Training-time options: `random_noise` is the rate of empty memories inserted
     ("random noise", regularising `T_A`); they are realised as the shift of each
-    sentence's temporal index by the number of empty slots inserted before it
-    (the empty slots themselves are not attended). `linear_start=True` starts
-    with the softmax of every hop removed; `softmax_enabled` (a non-trainable
-    weight, saved with the model) switches it back on, e.g. from a callback.
+    sentence's temporal index by the number of empty slots inserted before it.
+
+    Empty slots (all-zero rows of `story`, e.g. the slots a short story leaves
+    free): `empty_slots="masked"` leaves them out of the softmax; `"zero"` keeps
+    them in it as zero vectors, score 0 and read 0, as the authors' code does
+    (their empty slots hold only the nil word, without a time word). There they
+    give the softmax somewhere to put the weight that no sentence deserves.
+
+    `linear_start=True` starts with the softmax of every hop removed;
+    `softmax_enabled` (a non-trainable weight, saved with the model) switches it
+    back on, e.g. from a callback.
 
     Args:
         vocab_size: number of token ids (id 0 is padding and embeds to zero).
@@ -140,6 +148,7 @@ class MemN2N(keras.layers.Layer):
             sentence's own length); an int `J`, at least the story's and the
             question's padded width, for the authors' code's form over that width.
         temporal_encoding: add `T_A`, `T_C` per memory slot.
+        empty_slots: `"masked"` or `"zero"` (see above).
         random_noise: rate of inserted empty memories while training.
         linear_start: start with the hops' softmax removed.
         embeddings_initializer: for every table (the paper: N(0, 0.1)).
@@ -176,9 +185,15 @@ class MemN2N(keras.layers.Layer):
         embeddings_initializer=None,
         seed=None,
         position_encoding_length=None,
+        empty_slots="masked",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if empty_slots not in EMPTY_SLOTS:
+            raise ValueError(
+                f"`empty_slots` must be one of {EMPTY_SLOTS}; received {empty_slots!r}."
+            )
+        self.empty_slots = empty_slots
         vocab_size = _validation.check_integer("vocab_size", vocab_size)
         embedding_dim = _validation.check_integer("embedding_dim", embedding_dim)
         hops = _validation.check_integer("hops", hops)
@@ -211,8 +226,11 @@ class MemN2N(keras.layers.Layer):
         self.hop = MemoryHop(dtype=self.dtype_policy, name="hop")
 
     def _table(self, name, rows, nil_row=False):
+        # Each table its own draw: the paper initialises them independently.
+        self._tables_made = getattr(self, "_tables_made", 0) + 1
         table = self.add_weight(
-            name=name, shape=(rows, self.embedding_dim), initializer=self.embeddings_initializer
+            name=name, shape=(rows, self.embedding_dim),
+            initializer=_initializers.fresh(self.embeddings_initializer, self._tables_made),
         )
         if nil_row:
             # Id 0 (padding, the authors' "nil" word) embeds to zero, as their code
@@ -259,7 +277,7 @@ class MemN2N(keras.layers.Layer):
             self.state_map = self.add_weight(
                 name="state_map",
                 shape=(self.embedding_dim, self.embedding_dim),
-                initializer=self.embeddings_initializer,
+                initializer=_initializers.fresh(self.embeddings_initializer, 0),
             )
         self.softmax_enabled = self.add_weight(
             name="softmax_enabled",
@@ -277,9 +295,25 @@ class MemN2N(keras.layers.Layer):
             words, times = self.word_tables[1:3], self.time_tables
         return (*words, *(times or (None, None)))
 
+    @staticmethod
+    def _lookup(table, ids):
+        """The rows `table[ids]`, with a dense gradient on every backend.
+
+        TensorFlow hands a gather's gradient over as `IndexedSlices`, one row per
+        occurrence, and a per-weight `clipnorm` (the paper's clipping) then
+        measures those rows instead of the summed gradient: a word used hundreds
+        of times in a batch is clipped far too little, and linear start diverges.
+        A product with the one-hot ids has the dense gradient; JAX and PyTorch
+        already give it for the gather, which costs less.
+        """
+        if keras.backend.backend() == "tensorflow":
+            one_hot = ops.one_hot(ids, ops.shape(table)[0], dtype=table.dtype)
+            return ops.einsum("...v,vd->...d", one_hot, table)
+        return ops.take(table, ids, axis=0)
+
     def _embed(self, token_ids, table):
         """Σ_j l_j ⊙ E x_j over the last axis of `token_ids`."""
-        vectors = ops.take(table, token_ids, axis=0)
+        vectors = self._lookup(table, token_ids)
         if self.position_encoding:
             weights = position_encoding_weights(
                 token_ids, self.embedding_dim, vectors.dtype, self.position_encoding_length
@@ -311,10 +345,15 @@ class MemN2N(keras.layers.Layer):
             words_in, words_out, time_in, time_out = self._tables_of_hop(k)
             memory_in, memory_out = self._embed(story, words_in), self._embed(story, words_out)
             if time_in is not None:
-                memory_in = memory_in + ops.take(time_in, time_index, axis=0)
-                memory_out = memory_out + ops.take(time_out, time_index, axis=0)
+                memory_in = memory_in + self._lookup(time_in, time_index)
+                memory_out = memory_out + self._lookup(time_out, time_index)
+            hop_mask = memory_mask
+            if self.empty_slots == "zero":
+                # Empty slots stay in the softmax as zero vectors: score 0, read 0.
+                filled = ops.expand_dims(ops.cast(memory_mask, memory_in.dtype), -1)
+                memory_in, memory_out, hop_mask = memory_in * filled, memory_out * filled, None
             read, weights = self.hop(
-                state, memory_in, memory_out, memory_mask=memory_mask,
+                state, memory_in, memory_out, memory_mask=hop_mask,
                 softmax_weight=self.softmax_enabled,
             )
             if self.state_map is not None:
@@ -340,6 +379,7 @@ class MemN2N(keras.layers.Layer):
             position_encoding=self.position_encoding,
             position_encoding_length=self.position_encoding_length,
             temporal_encoding=self.temporal_encoding,
+            empty_slots=self.empty_slots,
             random_noise=self.random_noise,
             linear_start=self.linear_start,
             embeddings_initializer=keras.initializers.serialize(self.embeddings_initializer),

@@ -25,7 +25,7 @@ def _question(rng, batch=3):
     return question
 
 
-def _reference(layer, story, question):
+def _reference(layer, story, question, empty_zero=False):
     """The paper's equations in numpy, from the layer's weights (with the
     authors' code's position encoding where the layer has a fixed width)."""
     w = {v.path.split("/")[-1]: keras.ops.convert_to_numpy(v.value) for v in layer.weights}
@@ -60,9 +60,14 @@ def _reference(layer, story, question):
         u = embed(question[b], question_table)
         hops = []
         real = [s for s in range(SLOTS) if story[b, s].any()]
+        empty = [s for s in range(SLOTS) if s not in real]
+        if empty_zero:  # the authors' code: empty slots are zero vectors in the softmax
+            real = list(range(SLOTS))
         for a, c, ta, tc in hop_tables:
             m = np.stack([embed(story[b, s], a) + ta[s] for s in range(SLOTS)])
             cm = np.stack([embed(story[b, s], c) + tc[s] for s in range(SLOTS)])
+            if empty_zero:
+                m[empty], cm[empty] = 0.0, 0.0
             p = np.zeros(SLOTS)
             if real:
                 scores = m[real] @ u
@@ -183,3 +188,51 @@ def test_mixed_precision_empty_and_full_memories_are_finite(rng):
     logits, attention = layer(_story(rng), _question(rng))
     assert keras.backend.standardize_dtype(logits.dtype) == "float16"
     assert np.all(np.isfinite(to_numpy(logits))) and np.all(np.isfinite(to_numpy(attention)))
+
+
+def test_empty_slots_zero_stay_in_the_softmax_with_score_and_read_zero(rng):
+    story, question = _story(rng), _question(rng)
+    layer = MemN2N(VOCAB, DIM, HOPS, SLOTS, empty_slots="zero", position_encoding_length=WORDS + 1)
+    logits, attention = layer(story, question)
+    expected_logits, expected_attention = _reference(layer, story, question, empty_zero=True)
+    np.testing.assert_allclose(to_numpy(attention), expected_attention, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(logits), expected_logits, atol=1e-4)
+    # The story with no sentence spreads its weight evenly over its empty slots.
+    np.testing.assert_allclose(to_numpy(attention)[2], 1.0 / SLOTS, atol=1e-6)
+    with pytest.raises(ValueError, match=r"`empty_slots` must be one of .*received 'drop'"):
+        MemN2N(VOCAB, DIM, HOPS, SLOTS, empty_slots="drop")
+
+
+@pytest.mark.parametrize("tying", ["adjacent", "layerwise"])
+def test_every_table_starts_from_its_own_draw(tying, rng):
+    layer = MemN2N(VOCAB, DIM, HOPS, SLOTS, weight_tying=tying)
+    layer(_story(rng), _question(rng))
+    tables = [to_numpy(t) for t in layer.word_tables + layer.time_tables]
+    for i in range(len(tables)):
+        for j in range(i + 1, len(tables)):
+            if tables[i].shape == tables[j].shape:
+                assert not np.allclose(tables[i][1:], tables[j][1:]), (i, j)
+    seeded = [MemN2N(VOCAB, DIM, HOPS, SLOTS, weight_tying=tying,
+                     embeddings_initializer=keras.initializers.RandomNormal(stddev=0.1, seed=5))
+              for _ in range(2)]
+    for one in seeded:
+        one(_story(rng), _question(rng))
+    for a, b in zip(seeded[0].word_tables, seeded[1].word_tables, strict=True):
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))  # a seed still fixes them
+    assert not np.allclose(to_numpy(seeded[0].word_tables[0])[1:],
+                           to_numpy(seeded[0].word_tables[1])[1:])
+
+
+def test_tensorflow_gradient_of_the_tables_is_dense(rng):
+    """Per-weight clipping must see the summed gradient, not one row per occurrence."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("TensorFlow's gather gradient is the one that comes as IndexedSlices")
+    import tensorflow as tf
+
+    layer = MemN2N(VOCAB, DIM, HOPS, SLOTS)
+    story, question = _story(rng), _question(rng)
+    with tf.GradientTape() as tape:
+        logits, _ = layer(story, question)
+        loss = tf.reduce_sum(logits)
+    for gradient in tape.gradient(loss, layer.word_tables + layer.time_tables):
+        assert not isinstance(gradient, tf.IndexedSlices)

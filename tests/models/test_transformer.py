@@ -16,7 +16,7 @@ def _config(**overrides):
 def test_fit_lowers_the_loss_and_generate_decodes(rng):
     model = T.compile_translator(TR.build_transformer(_config()), 1e-2, jit_compile=False)
     x, y = seq2seq.batch(rng)
-    history = model.fit(x, y, epochs=60, verbose=0)
+    history = model.fit(x, y, epochs=100, verbose=0)
     loss = history.history["loss"]
     assert np.all(np.isfinite(loss)) and loss[-1] < 0.1 * loss[0]
     greedy = seq2seq.assert_greedy_and_beam_decode(model, x["source"], 5)
@@ -113,8 +113,9 @@ def test_cached_decoding_equals_recomputing_the_stack(rng, rope_max_wavelength, 
     cached = T.generate(model, x["source"], 5, beam_width=beam_width)
     recomputed = T.generate(model, x["source"], 5, beam_width=beam_width, use_cache=False)
     np.testing.assert_array_equal(to_numpy(cached["tokens"]), to_numpy(recomputed["tokens"]))
+    # Summed log-probabilities of 5 steps, added up in another order: float32 rounding.
     np.testing.assert_allclose(to_numpy(cached["scores"]), to_numpy(recomputed["scores"]),
-                               atol=1e-5)
+                               rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(to_numpy(cached["alignments"]),
                                to_numpy(recomputed["alignments"]), atol=1e-5)
 

@@ -84,3 +84,24 @@ def test_the_default_split_trains_on_90_percent_of_each_tasks_stories(tmp_path):
         assert not stories["train"] & stories["validation"]
         total = len(stories["train"]) + len(stories["validation"])
         assert len(stories["validation"]) == round(0.1 * total)
+
+
+@pytest.mark.parametrize("flags, whole_vocabulary, empty_slots", [
+    ([], False, "masked"),
+    (["--answer-space", "vocabulary", "--empty-slots", "zero"], True, "zero"),
+])
+def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_vocabulary,
+                                                     empty_slots):
+    data = tmp_path / "babi"
+    data.mkdir()
+    _write_task(data, 1, "single-supporting-fact", generate_questions(1, 60, seed=0), "train")
+    args = cli.build_parser().parse_args(
+        ["train", "memn2n", "--data-dir", str(data), "--tasks", "1", *flags])
+    prepared = task_module.prepare(args)
+    vocabulary = sorted(set(prepared["vocab"].index.values()) - {0})
+    answers = {prepared["vocab"].index[babi.normalize_answer(q.answer)]
+               for q in prepared["splits"]["train"]}
+    assert (prepared["answer_ids"] == vocabulary) == whole_vocabulary
+    assert answers <= set(prepared["answer_ids"])
+    config = task_module.model_config(args, prepared)
+    assert config.empty_slots == empty_slots

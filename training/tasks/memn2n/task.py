@@ -66,6 +66,17 @@ def add_arguments(parser):
         "paper: the paper's formula with each sentence's own length",
     )
     model.add_argument("--temporal-encoding", action=argparse.BooleanOptionalAction, default=True)
+    model.add_argument(
+        "--answer-space", choices=("seen", "vocabulary"), default="seen",
+        help="the answer's softmax ranges over the answers seen in training, or over the "
+        "whole vocabulary (the authors' code: with the answer matrix tied to the last "
+        "hop's output embedding, every word's row then learns from the answer)",
+    )
+    model.add_argument(
+        "--empty-slots", choices=("masked", "zero"), default="masked",
+        help="memory slots a short story leaves free: masked out of the softmax, or kept "
+        "in it with score 0 and read 0 (the authors' code)",
+    )
     model.add_argument("--random-noise", type=probability, default=0.1)
     model.add_argument("--linear-start", action=argparse.BooleanOptionalAction, default=True)
     fit = parser.add_argument_group("training (defaults: the authors' code)")
@@ -154,7 +165,10 @@ def prepare(args):
     splits, names, source = load_questions(args)
     vocab = babi.build_vocabulary(splits["train"])
     sentence_length, question_length = babi.lengths_of(splits["train"])
-    answers = sorted({vocab.index[babi.normalize_answer(q.answer)] for q in splits["train"]})
+    if args.answer_space == "vocabulary":
+        answers = list(range(1, max(vocab.index.values()) + 1))  # every id but padding
+    else:
+        answers = sorted({vocab.index[babi.normalize_answer(q.answer)] for q in splits["train"]})
     several = len(names) > 1
     return {
         "splits": splits,
@@ -260,6 +274,7 @@ def model_config(args, data):
         position_encoding=args.position_encoding,
         position_encoding_form=args.position_encoding_form,
         temporal_encoding=args.temporal_encoding,
+        empty_slots=args.empty_slots,
         random_noise=args.random_noise,
         linear_start=args.linear_start,
         seed=args.seed,
