@@ -313,3 +313,15 @@ def test_policy_gradient_round_trips_and_refuses_bad_arguments():
         keras_attn.HardAttention(estimator="score")
     with pytest.raises(ValueError, match=r"`entropy_weight` must be a number ≥ 0"):
         keras_attn.HardAttention(entropy_weight=-0.1)
+
+
+def test_policy_gradient_contract(rng):
+    inputs = {"targets": rng.integers(0, 3, (4,)).astype("int32"),
+              "predictions": rng.normal(size=(4, 3)).astype("float32"),
+              "log_prob": rng.normal(size=(4,)).astype("float32")}
+    run_layer_contract(
+        keras_attn.PolicyGradient,
+        {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+        inputs, [(4, 3)], expect_trainable_weights=0,
+        fit=False,  # it has no trainable weight: the fit above trains through it
+    )
