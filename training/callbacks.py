@@ -1,6 +1,8 @@
-"""Callbacks every task can add to its `fit`: a wall-clock budget, and a
-`BackupAndRestore` that reports where a resumed run starts."""
+"""Callbacks every task can add to its `fit`: a wall-clock budget, a
+`BackupAndRestore` that reports where a resumed run starts, and Ctrl-C between batches."""
 
+import signal
+import threading
 import time
 
 import keras
@@ -45,3 +47,44 @@ class ResumeReport(keras.callbacks.BackupAndRestore):
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)
         self.epochs_run += 1
+
+
+class CtrlC(keras.callbacks.Callback):
+    """Turns Ctrl-C during `fit` into a `KeyboardInterrupt` at the next batch's end.
+
+    Python raises `KeyboardInterrupt` wherever the signal lands, and where that is a
+    finaliser or a framework's cleanup, it is printed and ignored, and training goes
+    on. Here the signal only sets a flag, and the interrupt is raised from this
+    callback, between batches, where nothing swallows it; `fit` then stops before
+    the epoch's end, so the last backup stays that of the last whole epoch. A second
+    Ctrl-C interrupts at once.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.pressed = False
+        self._previous = None
+
+    def _press(self, signum, frame):
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._press)
+
+    def _check(self, *args, **kwargs):
+        if self.pressed:
+            self._restore()
+            raise KeyboardInterrupt
+
+    on_train_batch_end = on_test_batch_end = on_epoch_end = _check
+
+    def _restore(self):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def on_train_end(self, logs=None):
+        self._restore()

@@ -28,7 +28,7 @@ from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
 
 from keras_attn.training import distribution, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
-from keras_attn.training.callbacks import ResumeReport
+from keras_attn.training.callbacks import CtrlC, ResumeReport
 from keras_attn.training.task import RunMeta
 
 RUNS_ROOT = "runs"
@@ -259,7 +259,8 @@ def train(task, args):
               flush=True)
     os.makedirs(run_dir, exist_ok=True)
     resumed = ResumeReport(os.path.join(run_dir, "backup"))
-    callbacks = [resumed] + tensorboard_callbacks(run_dir, args.tensorboard)
+    # CtrlC first: its interrupt must come before any other callback's epoch end.
+    callbacks = [CtrlC(), resumed] + tensorboard_callbacks(run_dir, args.tensorboard)
     try:
         data, config, model, record = fit_in_process(task, args, callbacks, placement)
     except KeyboardInterrupt:
