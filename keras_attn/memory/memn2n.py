@@ -307,8 +307,11 @@ class MemN2N(keras.layers.Layer):
         already give it for the gather, which costs less.
         """
         if keras.backend.backend() == "tensorflow":
-            one_hot = ops.one_hot(ids, ops.shape(table)[0], dtype=table.dtype)
-            return ops.einsum("...v,vd->...d", one_hot, table)
+            # A 2-D matmul: TensorFlow's einsum with `...` ran ~80× slower here.
+            rows, width = ops.shape(table)
+            one_hot = ops.one_hot(ops.reshape(ids, (-1,)), rows, dtype=table.dtype)
+            vectors = ops.matmul(one_hot, table)
+            return ops.reshape(vectors, (*ops.shape(ids), width))
         return ops.take(table, ids, axis=0)
 
     def _embed(self, token_ids, table):
