@@ -104,6 +104,27 @@ def trainable_gradients(model, inputs, target):
     raise NotImplementedError(backend)
 
 
+def input_gradient(fn, x):
+    """`d fn(x) / dx` on the active backend, for a scalar `fn` of one array `x`."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return np.asarray(jax.grad(fn)(x))
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        x = tf.Variable(x)
+        with tf.GradientTape() as tape:
+            y = fn(x)
+        return tape.gradient(y, x).numpy()
+    import torch
+
+    x = torch.tensor(x, requires_grad=True)
+    fn(x).backward()
+    return x.grad.numpy()
+
+
 def run_layer_contract(
     layer_cls,
     init_kwargs,

@@ -1,9 +1,11 @@
+import functools
+
 import keras
 import numpy as np
 import pytest
 
 import keras_attn
-from tests.keras_attn.contract import run_layer_contract, to_numpy
+from tests.keras_attn.contract import input_gradient, run_layer_contract, to_numpy
 
 
 def _inputs(rng, b=2, tq=3, tk=5, d=4, dv=6):
@@ -85,16 +87,19 @@ def test_masked_keys_are_never_chosen_and_empty_rows_are_zero(rng):
         np.testing.assert_array_equal(choice[2, :, 4], 1.0)
 
 
+def _largest_first_feature_task(rng, n, t, d):
+    """Inputs `[query, keys, values]` and the value whose key has the largest first feature."""
+    keys = rng.normal(size=(n, t, d)).astype("float32")
+    values = rng.normal(size=(n, t, 3)).astype("float32")
+    target = values[np.arange(n), keys[:, :, 0].argmax(1)]
+    return [np.ones((n, d), "float32"), keys, values], target
+
+
 def test_model_fit_learns_to_pick_the_right_position():
     """Straight-through training: pick the value whose key has the largest first feature."""
     rng = np.random.default_rng(0)
     n, t, d = 4096, 6, 4
-
-    def task(n):
-        keys = rng.normal(size=(n, t, d)).astype("float32")
-        values = rng.normal(size=(n, t, 3)).astype("float32")
-        target = values[np.arange(n), keys[:, :, 0].argmax(1)]
-        return [np.ones((n, d), "float32"), keys, values], target
+    task = functools.partial(_largest_first_feature_task, rng, t=t, d=d)
 
     query, key, value = keras.Input((d,)), keras.Input((t, d)), keras.Input((t, 3))
     hard = keras_attn.HardAttention(score="general", temperature=0.5, seed=0)
@@ -137,26 +142,6 @@ def test_bad_arguments(kwargs, message):
 
 # REINFORCE: the estimator of Xu et al. 2015 (section 4.1), with `PolicyGradient`.
 
-
-def _gradient(fn, x):
-    """d fn(x) / dx on the active backend."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return np.asarray(jax.grad(fn)(x))
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        x = tf.Variable(x)
-        with tf.GradientTape() as tape:
-            y = fn(x)
-        return tape.gradient(y, x).numpy()
-    import torch
-
-    x = torch.tensor(x, requires_grad=True)
-    fn(x).backward()
-    return x.grad.numpy()
 
 
 def test_reinforce_contract(rng):
@@ -253,7 +238,7 @@ def test_surrogate_is_zero_in_value_and_reinforce_in_gradient(baseline):
 
     value = float(to_numpy(total_loss(keras.ops.convert_to_tensor(log_prob))))
     np.testing.assert_allclose(value, (weights * losses).sum() / weights.sum(), rtol=1e-6)
-    gradient = _gradient(total_loss, log_prob)
+    gradient = input_gradient(total_loss, log_prob)
     np.testing.assert_allclose(gradient, weights * (losses - b) / weights.sum(), rtol=1e-5,
                                atol=1e-7)
 
@@ -263,12 +248,7 @@ def test_reinforce_model_fit_learns_to_point_and_reports_the_task_loss():
     first feature), learned by REINFORCE alone, for several initialisations."""
     rng = np.random.default_rng(0)
     n, t, d = 4096, 6, 4
-
-    def task(n):
-        keys = rng.normal(size=(n, t, d)).astype("float32")
-        values = rng.normal(size=(n, t, 3)).astype("float32")
-        target = values[np.arange(n), keys[:, :, 0].argmax(1)]
-        return [np.ones((n, d), "float32"), keys, values], target
+    task = functools.partial(_largest_first_feature_task, rng, t=t, d=d)
 
     test_inputs, test_target = task(1000)
     train_inputs, train_target = task(n)

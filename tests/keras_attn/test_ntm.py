@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from keras import ops
 
 from keras_attn.memory import NTMCell, addressing
-from tests.keras_attn.contract import run_layer_contract, to_numpy
+from tests.keras_attn.contract import input_gradient, run_layer_contract, to_numpy
 
 
 def _weights(rng, batch=2, heads=3, n=8):
@@ -200,26 +200,6 @@ def test_mixed_float16_steps_stay_finite(rng):
     assert out.dtype == np.float16 and np.all(np.isfinite(out))
 
 
-def _gradient(fn, x):
-    """d fn(x) / dx on the active backend."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        return np.asarray(jax.grad(fn)(x))
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        x = tf.Variable(x)
-        with tf.GradientTape() as tape:
-            y = fn(x)
-        return tape.gradient(y, x).numpy()
-    import torch
-
-    x = torch.tensor(x, requires_grad=True)
-    fn(x).backward()
-    return x.grad.numpy()
-
 
 @pytest.mark.parametrize("zero", ["row", "key"])
 def test_content_addressing_gradient_is_finite_at_a_zero_row_or_key(zero):
@@ -229,9 +209,9 @@ def test_content_addressing_gradient_is_finite_at_a_zero_row_or_key(zero):
     keys = np.array([[[0.0, 0.0] if zero == "key" else [1.0, 0.5]]], "float32")
     strengths = np.array([[3.0]], "float32")
     if zero == "row":
-        grad = _gradient(lambda m: ops.sum(addressing.content_weighting(m, keys, strengths)[..., 0]),
+        grad = input_gradient(lambda m: ops.sum(addressing.content_weighting(m, keys, strengths)[..., 0]),
                          memory)
     else:
-        grad = _gradient(lambda k: ops.sum(addressing.content_weighting(memory, k, strengths)[..., 0]),
+        grad = input_gradient(lambda k: ops.sum(addressing.content_weighting(memory, k, strengths)[..., 0]),
                          keys)
     assert np.all(np.isfinite(grad)), grad
