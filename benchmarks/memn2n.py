@@ -103,7 +103,6 @@ def one_run(job):
     os.environ["KERAS_BACKEND"] = job["backend"]
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from keras_attn.training import runner, tasks
-    from keras_attn.training.tasks.memn2n import babi
     from keras_attn.training.tasks.memn2n import task as memn2n
 
     args = _task_args(["--seed", str(job["seed"]), *job["flags"]])
@@ -112,15 +111,9 @@ def one_run(job):
     for task in job["tasks"]:
         for part in splits:
             splits[part] += job["splits"][task][part]
-    vocab = babi.build_vocabulary(splits["train"])
-    sentence, question = babi.lengths_of(splits["train"])
-    data = {
-        "splits": splits, "names": {t: job["splits"][t]["name"] for t in job["tasks"]},
-        "source": "babi", "vocab": vocab, "sentence_length": sentence,
-        "question_length": question, "several": len(job["tasks"]) > 1,
-        "answer_ids": sorted({vocab.index[babi.normalize_answer(q.answer)]
-                              for q in splits["train"]}),
-    }
+    names = {t: job["splits"][t]["name"] for t in job["tasks"]}
+    data = memn2n.prepared(splits, names, "babi", args)
+    vocab = data["vocab"]
     task = tasks.get("memn2n")
     config, model = task.build_model(args, data, runner.resolve_jit(task, args.jit))
     callbacks = task.callbacks(model, data, args)

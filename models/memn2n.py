@@ -39,9 +39,9 @@ class MemN2NConfig:
     # sentences carry one more word, the time word); "paper": each sentence's length.
     position_encoding_form: str = "code"
     temporal_encoding: bool = True
-    # "masked": free slots are out of the softmax; "zero": in it with score 0 and
-    # read 0, as in the authors' code.
-    empty_slots: str = "masked"
+    # "zero": free slots stay in the softmax with score 0 and read 0, as in the
+    # authors' code; "masked": they are out of it.
+    empty_slots: str = "zero"
     random_noise: float = 0.1
     linear_start: bool = True
     seed: int = 0

@@ -87,8 +87,8 @@ def test_the_default_split_trains_on_90_percent_of_each_tasks_stories(tmp_path):
 
 
 @pytest.mark.parametrize("flags, whole_vocabulary, empty_slots", [
-    ([], False, "masked"),
-    (["--answer-space", "vocabulary", "--empty-slots", "zero"], True, "zero"),
+    ([], True, "zero"),  # the authors' code
+    (["--answer-space", "seen", "--empty-slots", "masked"], False, "masked"),
 ])
 def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_vocabulary,
                                                      empty_slots):

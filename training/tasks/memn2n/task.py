@@ -67,15 +67,15 @@ def add_arguments(parser):
     )
     model.add_argument("--temporal-encoding", action=argparse.BooleanOptionalAction, default=True)
     model.add_argument(
-        "--answer-space", choices=("seen", "vocabulary"), default="seen",
-        help="the answer's softmax ranges over the answers seen in training, or over the "
-        "whole vocabulary (the authors' code: with the answer matrix tied to the last "
-        "hop's output embedding, every word's row then learns from the answer)",
+        "--answer-space", choices=("seen", "vocabulary"), default="vocabulary",
+        help="the answer's softmax ranges over the whole vocabulary (the authors' code: "
+        "with the answer matrix tied to the last hop's output embedding, every word's row "
+        "then learns from the answer), or over the answers seen in training",
     )
     model.add_argument(
-        "--empty-slots", choices=("masked", "zero"), default="masked",
-        help="memory slots a short story leaves free: masked out of the softmax, or kept "
-        "in it with score 0 and read 0 (the authors' code)",
+        "--empty-slots", choices=("zero", "masked"), default="zero",
+        help="memory slots a short story leaves free: kept in the softmax with score 0 and "
+        "read 0 (the authors' code), or masked out of it",
     )
     model.add_argument("--random-noise", type=probability, default=0.1)
     model.add_argument("--linear-start", action=argparse.BooleanOptionalAction, default=True)
@@ -162,7 +162,11 @@ def load_questions(args):
 
 
 def prepare(args):
-    splits, names, source = load_questions(args)
+    return prepared(*load_questions(args), args)
+
+
+def prepared(splits, names, source, args):
+    """The run's data from its question splits: vocabulary, lengths, answer ids."""
     vocab = babi.build_vocabulary(splits["train"])
     sentence_length, question_length = babi.lengths_of(splits["train"])
     if args.answer_space == "vocabulary":
