@@ -25,12 +25,12 @@ The figure is the kept run's error on the `_test.txt` files. Without them a
 further 10 % of the stories is held out as a stand-in test split, used for
 nothing but the figure (those runs train on 80 %, not 90 %, of the file).
 
-Runs go to `--workers` processes (default 2); the Keras backend is JAX when it is
-installed (the fastest here), else TensorFlow.
+Runs go to `--workers` processes (default 2), fresh interpreters; their Keras
+backend is JAX when it is installed (the fastest here), else TensorFlow, and
+`KERAS_BACKEND` overrides it. The JSON records the backend the workers ran.
 """
 
 import argparse
-import concurrent.futures
 import os
 import sys
 import time
@@ -44,11 +44,6 @@ PAPER_PE_LS_RN = {  # Sukhbaatar et al. 2015, Table 1, 1k, "PE LS RN": error %
     11: 0.9, 12: 0.2, 13: 0.4, 14: 1.7, 15: 0.0, 16: 1.3, 17: 51.0, 18: 11.1, 19: 82.8, 20: 0.0,
 }
 
-
-def _backend():
-    import importlib.util
-
-    return "jax" if importlib.util.find_spec("jax") else "tensorflow"
 
 
 def _task_args(extra):
@@ -79,7 +74,7 @@ PROTOCOLS = {  # runs per task, the rule that keeps one of them
 }
 
 
-def _splits(data_dir, tasks):
+def task_splits(data_dir, tasks):
     """Per task: train / validation / test (real, or a stand-in held out of train)."""
     from keras_attn.training.tasks.memn2n import babi
 
@@ -100,8 +95,8 @@ def _splits(data_dir, tasks):
 
 def one_run(job):
     """Trains one model; returns its validation and test figures (in a worker)."""
-    os.environ["KERAS_BACKEND"] = job["backend"]
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+
     from keras_attn.training import runner, tasks
     from keras_attn.training.tasks.memn2n import task as memn2n
 
@@ -125,6 +120,7 @@ def one_run(job):
     test = memn2n.figures(model, vocab, settings, splits["test"])
     return {
         "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
+        "backend": keras.backend.backend(),
         "linear_start_epochs": task.schedule.softmax_epoch,
         "train_accuracy": float(record["records"]["history"]["accuracy"][-1]),
         "validation": validation, "test": test,
@@ -158,7 +154,7 @@ def main():
     args.runs = args.runs or protocol["runs"]
     select = protocol["select"]
 
-    from results_io import default_path, write_results
+    from results_io import default_path, worker_backend, worker_pool, write_results
 
     from keras_attn.training.tasks.memn2n import babi
 
@@ -179,19 +175,19 @@ def main():
     print(f"parsed {sum(v[0] for v in parsed.values())} lines of {len(parsed)} files, no error")
 
     tasks = sorted(files) if args.tasks == "all" else [int(t) for t in args.tasks.split(",")]
-    splits = _splits(args.data_dir, tasks)
-    backend = _backend()
+    splits = task_splits(args.data_dir, tasks)
+    backend = worker_backend()
     flags = ["--epochs", str(args.epochs)] if args.epochs else []
-    jobs = [{"tasks": [t], "seed": seed, "splits": {t: splits[t]}, "backend": backend,
+    jobs = [{"tasks": [t], "seed": seed, "splits": {t: splits[t]},
              "flags": flags} for t in tasks for seed in range(args.runs)
             if not args.no_single]
     if args.joint:
-        jobs += [{"tasks": tasks, "seed": seed, "splits": splits, "backend": backend,
+        jobs += [{"tasks": tasks, "seed": seed, "splits": splits,
                   "flags": flags} for seed in range(args.joint_runs)]
     print(f"\n{len(jobs)} runs on {args.workers} workers, backend {backend}")
     start = time.time()
     runs = []
-    with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
+    with worker_pool(args.workers, backend) as pool:
         for run in pool.map(one_run, jobs):
             runs.append(run)
             label = "joint" if len(run["tasks"]) > 1 else f"task {run['tasks'][0]}"
@@ -233,7 +229,7 @@ def main():
         print(f"{size} single-task: mean error {100 * mean:.1f} % (reference {ref_mean} %), failed "
               f"tasks (> 5 %): {failed} (reference {ref_failed})")
     result = {
-        "backend": backend, "workers": args.workers, "wall_seconds": round(wall, 1),
+        "backend": ", ".join(sorted({r["backend"] for r in runs})), "workers": args.workers, "wall_seconds": round(wall, 1),
         "data": size, "protocol": args.protocol, "selected_by": select,
         "runs_per_task": 0 if args.no_single else args.runs, "figure_on": sorted(kind),
         "parsed_files": parsed,

@@ -30,7 +30,6 @@ the step buckets a little faster).
 """
 
 import argparse
-import concurrent.futures
 import os
 import sys
 import time
@@ -57,11 +56,6 @@ PAPER = {
 }
 
 
-def _backend():
-    import importlib.util
-
-    return "jax" if importlib.util.find_spec("jax") else "tensorflow"
-
 
 def task_args(task_name, extra):
     from keras_attn.training import cli
@@ -71,8 +65,6 @@ def task_args(task_name, extra):
 
 def one_run(job):
     """Trains one model; returns its curve and figures (in a worker)."""
-    os.environ["KERAS_BACKEND"] = job["backend"]
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import keras_attn.training  # noqa: F401, I001  (its TensorFlow settings, before Keras starts TensorFlow)
 
 
@@ -129,26 +121,26 @@ def main():
     parser.add_argument("--output", help="JSON path (default benchmarks/results/MODEL.json)")
     args = parser.parse_args()
 
-    from results_io import default_path, write_results
+    from results_io import default_path, worker_backend, worker_pool, write_results
 
     known = TASK_NAMES[args.model]
     tasks = [t.strip() for t in (args.tasks or ",".join(known)).split(",") if t.strip()]
     unknown = sorted(set(tasks) - set(known))
     if unknown:
         raise SystemExit(f"--tasks: unknown {unknown} for {args.model}; expected some of {known}")
-    backend = _backend()
+    backend = worker_backend()
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
-    jobs = [{"task": t, "seed": 0, "backend": backend, "flags": budget,
+    jobs = [{"task": t, "seed": 0, "flags": budget,
              "test_sequences": args.test_sequences} for t in tasks]
     if "copy" in tasks:
         stability = ["--patience", "0", "--sequences",
                      str(args.sequences or args.stability_sequences)]
-        jobs += [{"task": "copy", "seed": seed, "backend": backend, "flags": stability,
+        jobs += [{"task": "copy", "seed": seed, "flags": stability,
                   "stability": True, "test_sequences": 1000} for seed in range(1, args.seeds)]
     if args.mixed_precision_steps:
         # One check per 1,000 sequences at batch 8: 125 steps a check.
         checks = max(1, round(args.mixed_precision_steps / 125))
-        jobs.append({"task": "copy", "seed": 0, "backend": backend, "mixed_precision": True,
+        jobs.append({"task": "copy", "seed": 0, "mixed_precision": True,
                      "flags": ["--patience", "0", "--sequences", str(checks * 1000)]})
     for job in jobs:
         job["model"] = args.model
@@ -157,7 +149,7 @@ def main():
     print(f"{len(jobs)} runs on {args.workers} workers, backend {backend}", flush=True)
     start = time.time()
     runs = []
-    with concurrent.futures.ProcessPoolExecutor(args.workers) as pool:
+    with worker_pool(args.workers, backend) as pool:
         for job, run in zip(jobs, pool.map(one_run, jobs), strict=True):
             run["stability"] = bool(job.get("stability"))
             run["mixed_precision"] = bool(job.get("mixed_precision"))

@@ -1,15 +1,27 @@
-"""A sequence model around `keras_attn.memory.DNCCell` for bit-vector tasks.
+"""Models around `keras_attn.memory.DNCCell`.
 
-The same contract as `models/ntm.py` (whose cost, metric, compile step and
-`with_weightings` it shares): `sequence (B, T, input_bits)` → logits
-`(B, T, output_bits)`, trained on the cost in bits per sequence.
+* `build_dnc`: bit-vector tasks, the same contract as `models/ntm.py` (whose
+  cost, metric, compile step and `with_weightings` it shares): `sequence
+  (B, T, input_bits)` → logits `(B, T, output_bits)`.
+* `build_dnc_qa`: bAbI question answering as in Graves et al. 2016 (Methods,
+  "bAbI"): the story and the question are one sequence of words, each word a
+  one-hot input, and the answer is read from the output at the question mark,
+  a softmax over the whole vocabulary. Defaults: the paper's (LSTM controller
+  of 256 units, N = 256 rows of W = 64, R = 4 read heads; RMSprop 1e-4,
+  momentum 0.9).
 """
 
 import dataclasses
 
+import keras
+from keras import ops
+
 from keras_attn.memory import DNCCell
+from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.config import check_integer_fields
 from keras_attn.models.ntm import bit_sequence_model
+
+_PACKAGE = "keras_attn_models"
 
 
 @dataclasses.dataclass
@@ -40,3 +52,94 @@ def build_dnc(config):
         name="dnc_cell",
     )
     return bit_sequence_model(cell, config.input_bits, config.output_bits, "dnc")
+
+
+@dataclasses.dataclass
+class DNCQAConfig:
+    """`vocab_size` words in and out; the rest as `DNCCell`'s arguments."""
+
+    vocab_size: int
+    memory_size: int = 256
+    memory_width: int = 64
+    read_heads: int = 4
+    controller_units: int = 256
+    clip_value: float = 20.0
+
+    def __post_init__(self):
+        check_integer_fields(self)
+        if self.vocab_size < 2:
+            raise ValueError(f"`vocab_size` must be at least 2 (padding and a word); "
+                             f"received {self.vocab_size}.")
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class OneHotWords(keras.layers.Layer):
+    """int ids `(B, T)` → one-hot float `(B, T, vocab_size)`: the paper's input."""
+
+    def __init__(self, vocab_size, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = int(vocab_size)
+
+    def call(self, ids):
+        return ops.one_hot(ops.cast(ids, "int32"), self.vocab_size, dtype=self.compute_dtype)
+
+    def compute_output_shape(self, shape):
+        return (*shape, self.vocab_size)
+
+    def get_config(self):
+        return {**super().get_config(), "vocab_size": self.vocab_size}
+
+
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class OutputAtStep(keras.layers.Layer):
+    """`(outputs (B, T, D), step (B,))` → `outputs[b, step[b]]` `(B, D)`, in float32.
+
+    A step outside `[0, T)` is clipped to it (Keras's `take_along_axis` would
+    otherwise read anything); the data pipeline and the export never make one.
+    """
+
+    def call(self, outputs, step):
+        last = ops.shape(outputs)[1] - 1
+        step = ops.clip(ops.cast(step, "int32"), 0, last)
+        picked = ops.take_along_axis(outputs, step[:, None, None], axis=1)
+        return ops.cast(picked[:, 0], "float32")
+
+    def compute_output_shape(self, outputs_shape, step_shape):
+        return (outputs_shape[0], outputs_shape[-1])
+
+
+def build_dnc_qa(config):
+    """`{"words" (B, T), "answer_step" (B,)} → answer logits (B, vocab_size)`.
+
+    `words` are the story's and the question's word ids, right-padded with 0;
+    `answer_step` is the index of the question mark. Padding after it cannot
+    change the answer (the DNC reads left to right), so batches of different
+    lengths are padded freely.
+    """
+    words = keras.Input((None,), dtype="int32", name="words")
+    answer_step = keras.Input((), dtype="int32", name="answer_step")
+    cell = DNCCell(
+        units=config.vocab_size,
+        memory_size=config.memory_size,
+        memory_width=config.memory_width,
+        read_heads=config.read_heads,
+        controller_units=config.controller_units,
+        clip_value=config.clip_value,
+        name="dnc_cell",
+    )
+    outputs = keras.layers.RNN(cell, return_sequences=True, name="dnc")(
+        OneHotWords(config.vocab_size, name="one_hot")(words)
+    )
+    logits = OutputAtStep(name="answer")(outputs, answer_step)
+    return keras.Model({"words": words, "answer_step": answer_step}, logits, name="dnc_qa")
+
+
+def compile_dnc_qa(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):
+    """RMSprop (momentum 0.9, the paper's), cross-entropy of the answer word."""
+    return compile_with_built_optimizer(
+        model,
+        optimizer=keras.optimizers.RMSprop(learning_rate, momentum=0.9, clipnorm=clipnorm),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        jit_compile=jit_compile,
+    )

@@ -27,7 +27,7 @@ def test_splits_hold_out_a_tenth_of_the_stories_and_keep_test_files(tmp_path):
                     str(tmp_path / "qa1_single-supporting-fact_train.txt"))
     babi.write_babi(generate_questions(1, 50, seed=1),
                     str(tmp_path / "qa1_single-supporting-fact_test.txt"))
-    split = memn2n._splits(str(tmp_path), [1])[1]
+    split = memn2n.task_splits(str(tmp_path), [1])[1]
     stories = {side: {q.story_id for q in split[side]} for side in ("train", "validation")}
     total = len(stories["train"]) + len(stories["validation"])
     assert len(stories["validation"]) == round(0.1 * total)

@@ -1,8 +1,9 @@
-"""The memory network's SavedModel signature (TensorFlow backend).
+"""The bAbI models' SavedModel signatures (TensorFlow backend).
 
 `serving_default(story, question)`: each example's sentences separated by
 newlines, oldest first, and its question, both `tf.string [batch]`, normalised
-and tokenised in the graph as `babi.vectorize` does in training.
+and tokenised in the graph as training does (`babi.vectorize` for the memory
+network, `words.tokens_of` for the DNC).
 """
 
 import keras
@@ -48,45 +49,50 @@ def question_ids(question, table, question_length):
     return table.lookup(words).to_tensor(default_value=0, shape=[None, question_length])
 
 
-def archive(model, vocab, settings):
-    """The bAbI QA model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`).
+def word_sequence(story, question, table, max_story_words):
+    """As `words.tokens_of`: `tf.string [B]` stories and questions → right-padded ids
+    `[B, T]` of the most recent `max_story_words` story words (each sentence
+    followed by `.`), the question and `?`; and the step of the `?` `[B]`."""
+    lines = tf.strings.split(story, sep="\n")
+    lines = tf.ragged.map_flat_values(normalize_words, lines)
+    lines = tf.ragged.boolean_mask(lines, tf.strings.length(lines) > 0)
+    sentences = tf.ragged.map_flat_values(lambda line: line + " .", lines)
+    story_words = tf.strings.split(tf.strings.reduce_join(sentences, axis=1, separator=" "))
+    lengths = story_words.row_lengths()
+    kept = tf.ragged.range(tf.maximum(lengths - max_story_words, 0), lengths)
+    story_words = tf.RaggedTensor.from_row_lengths(
+        tf.gather(story_words.values,
+                  (kept + tf.expand_dims(story_words.row_starts(), 1)).flat_values),
+        kept.row_lengths(),
+    )
+    question_words = tf.strings.split(normalize_words(question) + " ?")
+    sequence = tf.concat([story_words, question_words], axis=1)
+    ids = tf.ragged.map_flat_values(table.lookup, sequence)
+    return ids.to_tensor(default_value=0), tf.cast(ids.row_lengths() - 1, tf.int32)
 
-    `serving_default(story, question)`: `story` holds each example's sentences
-    separated by newlines, oldest first; returns `answer` (the most probable of
-    the answers seen in training), its `probability` and `hop_attention`
-    `[B, hops, memory_size]` over the kept sentences, most recent first.
-    """
-    if keras.backend.backend() != "tensorflow":
-        raise RuntimeError("export runs on the TensorFlow backend (KERAS_BACKEND=tensorflow)")
-    reader = with_attention(model)
-    memory_size, sentence_length = int(settings["memory_size"]), int(settings["sentence_length"])
-    question_length = int(settings["question_length"])
-    table = lookup_table(vocab.tokens)
-    answers = tf.constant(vocab.tokens)
 
-    def serve(story, question):
-        story = assert_batch_of_strings("story", story)
-        question = assert_batch_of_strings("question", question)
-        with tf.control_dependencies([tf.debugging.assert_equal(
-            tf.shape(story)[0], tf.shape(question)[0],
-            message="`story` and `question` must have the same batch size",
-        )]):
-            story = tf.identity(story)
-        story_ids = story_memory(story, table, memory_size, sentence_length)
-        logits, attention = reader({
-            "story": story_ids, "question": question_ids(question, table, question_length)
-        })
-        probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
-        best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-        return {
-            "answer": tf.gather(answers, best),
-            "probability": tf.reduce_max(probabilities, axis=-1),
-            "hop_attention": tf.cast(attention, tf.float32),
-        }
+def _same_batch(story, question):
+    """`story` and `question` checked as `[batch]` strings of one batch size."""
+    story = assert_batch_of_strings("story", story)
+    question = assert_batch_of_strings("question", question)
+    with tf.control_dependencies([tf.debugging.assert_equal(
+        tf.shape(story)[0], tf.shape(question)[0],
+        message="`story` and `question` must have the same batch size",
+    )]):
+        return tf.identity(story), question
 
+
+def _answer_of(logits, answers):
+    probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+    best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+    return {"answer": tf.gather(answers, best),
+            "probability": tf.reduce_max(probabilities, axis=-1)}
+
+
+def _story_question_archive(tracked, serve):
     export = keras.export.ExportArchive()
-    export.track(reader)
-    export.track(table)
+    for item in tracked:
+        export.track(item)
     export.add_endpoint(
         "serving_default",
         serve,
@@ -95,5 +101,54 @@ def archive(model, vocab, settings):
             tf.TensorSpec([None], tf.string, name="question"),
         ],
     )
-
     return export
+
+
+def _check_backend():
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError("export runs on the TensorFlow backend (KERAS_BACKEND=tensorflow)")
+
+
+def dnc_archive(model, vocab, settings):
+    """The DNC bAbI model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`).
+
+    `serving_default(story, question)` as the memory network's; returns `answer`
+    (the most probable word) and its `probability`.
+    """
+    _check_backend()
+    table = lookup_table(vocab.tokens)
+    answers = tf.constant(vocab.tokens)
+    max_story_words = int(settings["max_story_words"])
+
+    def serve(story, question):
+        story, question = _same_batch(story, question)
+        ids, step = word_sequence(story, question, table, max_story_words)
+        return _answer_of(model({"words": ids, "answer_step": step}), answers)
+
+    return _story_question_archive((model, table), serve)
+
+
+def archive(model, vocab, settings):
+    """The bAbI QA model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`).
+
+    `serving_default(story, question)`: `story` holds each example's sentences
+    separated by newlines, oldest first; returns `answer` (the most probable of
+    the answers seen in training), its `probability` and `hop_attention`
+    `[B, hops, memory_size]` over the kept sentences, most recent first.
+    """
+    _check_backend()
+    reader = with_attention(model)
+    memory_size, sentence_length = int(settings["memory_size"]), int(settings["sentence_length"])
+    question_length = int(settings["question_length"])
+    table = lookup_table(vocab.tokens)
+    answers = tf.constant(vocab.tokens)
+
+    def serve(story, question):
+        story, question = _same_batch(story, question)
+        story_ids = story_memory(story, table, memory_size, sentence_length)
+        logits, attention = reader({
+            "story": story_ids, "question": question_ids(question, table, question_length)
+        })
+        return _answer_of(logits, answers) | {"hop_attention": tf.cast(attention, tf.float32)}
+
+    return _story_question_archive((reader, table), serve)

@@ -1,4 +1,5 @@
-"""`keras-attn predict` for memory-network exports: an answer and its hop attention."""
+"""`keras-attn predict` for the bAbI exports: an answer, and the memory network's
+hop attention."""
 
 import numpy as np
 import tensorflow as tf
@@ -6,19 +7,34 @@ import tensorflow as tf
 from keras_attn.training.plotting import pyplot
 
 
-def answer_question(version_dir, meta, args):
-    """Answers one bAbI-style question with the export's `serving_default`; prints
-    the answer and, per hop, the attention weights over the kept sentences (each
-    hop's weights sum to 1). Returns what `plot_hop_attention` draws."""
+def _story_sentences(args):
     sentences = list(args.story or [])
     if args.story_file:
         with open(args.story_file, encoding="utf-8") as f:
             sentences = [line.strip() for line in f if line.strip()]
-    sentences = [s.strip() for s in sentences if s.strip()]
-    memory = int(meta.settings["memory_size"])
+    return [s.strip() for s in sentences if s.strip()]
+
+
+def _serve(version_dir, sentences, question):
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
-    out = serve(story=tf.constant(["\n".join(sentences)]), question=tf.constant([args.question]))
-    answer = out["answer"].numpy()[0].decode("utf-8")
+    out = serve(story=tf.constant(["\n".join(sentences)]), question=tf.constant([question]))
+    return out, out["answer"].numpy()[0].decode("utf-8")
+
+
+def answer_with_dnc(version_dir, meta, args):
+    """Answers one bAbI-style question with a `dnc-babi` export; prints the answer."""
+    out, answer = _serve(version_dir, _story_sentences(args), args.question)
+    print(f"{args.question} → {answer} (probability {out['probability'].numpy()[0]:.3f})")
+    return answer
+
+
+def answer_question(version_dir, meta, args):
+    """Answers one bAbI-style question with the export's `serving_default`; prints
+    the answer and, per hop, the attention weights over the kept sentences (each
+    hop's weights sum to 1). Returns what `plot_hop_attention` draws."""
+    sentences = _story_sentences(args)
+    memory = int(meta.settings["memory_size"])
+    out, answer = _serve(version_dir, sentences, args.question)
     kept = sentences[::-1][:memory]  # most recent first, as the memory holds them
     attention = out["hop_attention"].numpy()[0][:, : len(kept)]  # (hops, kept)
     print(f"{args.question} → {answer} (probability {out['probability'].numpy()[0]:.3f})")

@@ -36,20 +36,7 @@ from keras_attn.training.text import Vocabulary
 
 
 def add_arguments(parser):
-    data = parser.add_argument_group("data")
-    data.add_argument("--data-dir", help="a folder of bAbI qaN_<name>_{train,test}.txt files")
-    data.add_argument("--tasks", default="all", help="bAbI task numbers (e.g. 1 or 1,2,3) or all")
-    data.add_argument(
-        "--kinds",
-        default="all",
-        help="built-in story kinds (numbers or names, comma-separated) or all: "
-        "single-supporting-fact, two-supporting-facts, yes-no, counting",
-    )
-    data.add_argument("--train-questions", type=positive_int,
-                      default=3000, help="built-in, per kind")
-    data.add_argument("--test-questions", type=positive_int,
-                      default=1000, help="built-in, per kind")
-    data.add_argument("--validation-fraction", type=fraction, default=0.1)
+    add_data_arguments(parser)
     model = parser.add_argument_group("model")
     model.add_argument("--memory-size", type=positive_int,
                        default=50, help="most recent sentences kept")
@@ -98,6 +85,26 @@ def add_arguments(parser):
     fit.add_argument("--clip", choices=("each", "global"), default="each",
                      help="clip each weight's gradient to --clipnorm (the authors' code), or "
                      "all of them together")
+
+
+def add_data_arguments(parser):
+    """The data flags of every bAbI task: real files (`--data-dir`, `--tasks`) or
+    the built-in stories."""
+    data = parser.add_argument_group("data")
+    data.add_argument("--data-dir", help="a folder of bAbI qaN_<name>_{train,test}.txt files")
+    data.add_argument("--tasks", default="all", help="bAbI task numbers (e.g. 1 or 1,2,3) or all")
+    data.add_argument(
+        "--kinds",
+        default="all",
+        help="built-in story kinds (numbers or names, comma-separated) or all: "
+        "single-supporting-fact, two-supporting-facts, yes-no, counting",
+    )
+    data.add_argument("--train-questions", type=positive_int,
+                      default=3000, help="built-in, per kind")
+    data.add_argument("--test-questions", type=positive_int,
+                      default=1000, help="built-in, per kind")
+    data.add_argument("--validation-fraction", type=fraction, default=0.1)
+
 
 # -- data -------------------------------------------------------------------------
 def _numbers(text, name):
@@ -217,12 +224,9 @@ def _read(model, vocab, x, batch_size=512):
     return [vocab.tokens[i] for i in best], probs.max(-1), np.asarray(attention)
 
 
-def figures(model, vocab, settings, questions):
-    """Per-task accuracy and error, and how often attention finds the support."""
-    if not questions:
-        return {}
-    x, _, slots = arrays(vocab, settings, questions)
-    answers, _, attention = _read(model, vocab, x)
+def error_figures(answers, questions):
+    """Per-task accuracy and error of `answers` (tokens), their mean and the failed
+    tasks (> 5 %)."""
     correct = np.array([a == babi.normalize_answer(q.answer)
                         for a, q in zip(answers, questions, strict=True)])
     tasks = np.array([q.task for q in questions])
@@ -231,7 +235,24 @@ def figures(model, vocab, settings, questions):
         rows = tasks == task
         entry = {"n": int(rows.sum()), "accuracy": float(correct[rows].mean())}
         entry["error"] = 1.0 - entry["accuracy"]
-        has_support = rows & (slots[:, 0] >= 0)
+        out["tasks"][str(task)] = entry
+    errors = [e["error"] for e in out["tasks"].values()]
+    out["mean_error"] = float(np.mean(errors))
+    out["failed"] = int(sum(e > 0.05 for e in errors))
+    out["n"] = len(questions)
+    return out
+
+
+def figures(model, vocab, settings, questions):
+    """`error_figures`, and per task how often attention finds the support."""
+    if not questions:
+        return {}
+    x, _, slots = arrays(vocab, settings, questions)
+    answers, _, attention = _read(model, vocab, x)
+    out = error_figures(answers, questions)
+    tasks = np.array([q.task for q in questions])
+    for task, entry in out["tasks"].items():
+        has_support = (tasks == int(task)) & (slots[:, 0] >= 0)
         if has_support.any():
             # "Most weight": the slot with the largest weight summed over the hops.
             top = attention[has_support].sum(axis=1).argmax(-1)
@@ -242,11 +263,6 @@ def figures(model, vocab, settings, questions):
                       .any(-1).mean())
                 for k in range(attention.shape[1])
             ]
-        out["tasks"][str(task)] = entry
-    errors = [e["error"] for e in out["tasks"].values()]
-    out["mean_error"] = float(np.mean(errors))
-    out["failed"] = int(sum(e > 0.05 for e in errors))
-    out["n"] = len(questions)
     return out
 
 
@@ -391,10 +407,11 @@ class MemN2NTask(Task):
         vocab, names = assets["vocab"], task_names(meta.settings)
         if data is not None:
             splits = data["splits"]
-            results = {"validation": figures(model, vocab, meta.settings, splits["validation"])}
+            results = {"validation": self.figures(model, vocab, meta.settings,
+                                                  splits["validation"])}
             print_figures("validation:", results["validation"], names)
             if splits["test"]:
-                results["test"] = figures(model, vocab, meta.settings, splits["test"])
+                results["test"] = self.figures(model, vocab, meta.settings, splits["test"])
                 print_figures("test:", results["test"], names)
             return results
         path = args.data or assets["test"]
@@ -404,13 +421,13 @@ class MemN2NTask(Task):
                          for q in _load_babi(entry["test"], task)]
         else:
             questions = _load_babi(path)
-        results = figures(model, vocab, meta.settings, questions)
+        results = self.figures(model, vocab, meta.settings, questions)
         print_figures(f"{args.run_dir} on {path}:", results, names)
         return results
 
     def show_samples(self, model, meta, assets, data):
         sample = (data["splits"]["test"] or data["splits"]["validation"])[:3]
-        answers, probs, _ = answer(model, assets["vocab"], meta.settings, sample)
+        answers, probs = self.answer(model, assets["vocab"], meta.settings, sample)[:2]
         print("sample answers (held-out):")
         for q, a, p in zip(sample, answers, probs, strict=True):
             mark = "✓" if a == babi.normalize_answer(q.answer) else "✗"
@@ -420,6 +437,14 @@ class MemN2NTask(Task):
         from keras_attn.training.tasks.memn2n.export import archive
 
         return archive(model, assets["vocab"], meta.settings)
+
+    def figures(self, model, vocab, settings, questions):
+        """The held-out figures of `questions` (`error_figures` and more)."""
+        return figures(model, vocab, settings, questions)
+
+    def answer(self, model, vocab, settings, questions):
+        """(answer tokens, their probabilities, …) of `questions`."""
+        return answer(model, vocab, settings, questions)
 
     def add_predict_arguments(self, parser):
         parser.add_argument("--story", nargs="+", help="the story's sentences, oldest first")
