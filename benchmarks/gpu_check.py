@@ -4,8 +4,8 @@ float32 against `mixed_bfloat16`: throughput, step time, peak device memory.
     python benchmarks/gpu_check.py OUT_DIR [--dry-run] [--steps 200]
 
 Families (built-in data, so nothing is read from disk): the RNN translator and
-the Transformer (dates), MemN2N (the built-in stories), the pointer network
-(TSP) and the NTM (copy). Each runs `--steps` training steps after `--warmup`
+the Transformer (dates), MemN2N and the DNC (the built-in stories, the DNC at the
+size of its bAbI paper), the pointer network (TSP) and the NTM (copy). Each runs `--steps` training steps after `--warmup`
 untimed ones (compilation), through the same task code as `keras-attn train`.
 Writes `OUT_DIR/gpu_check.json` (examples/s, tokens/s where the family has
 tokens, median step time, peak device memory where the device reports it) and
@@ -44,6 +44,10 @@ FAMILIES = {
                                 "--feedforward-dim", "32"]),
     "memn2n": ("memn2n", ["--train-questions", "3000"],
                ["--kinds", "1", "--train-questions", "64", "--test-questions", "16"]),
+    "dnc-babi": ("dnc-babi", ["--train-questions", "3000"],
+                 ["--kinds", "1", "--train-questions", "64", "--test-questions", "16",
+                  "--memory-size", "8", "--memory-width", "4", "--read-heads", "1",
+                  "--controller-units", "8"]),
     "pointer-tsp": ("pointer-tsp", [],
                     ["--train-instances", "64", "--validation-instances", "16",
                      "--test-instances", "8", "--units", "8", "--encoder-layers", "1",
@@ -91,7 +95,7 @@ def run_family(name, precision, args, out_dir):
     batch = 8 if args.dry_run else args.batch_size
     argv = ["train", task_name, *flags, "--batch-size", str(batch), "--no-export", "--quiet",
             "--no-tensorboard", "--seed", "0"]
-    if task_name.startswith("ntm") or task_name.startswith("dnc"):
+    if not tasks.get(task_name).uses_fit:
         # Its own loop of train_on_batch: the steps are sequences / batch.
         argv += ["--sequences", str(batch * (args.steps + args.warmup)),
                  "--check-every", str(batch * (args.steps + args.warmup))]

@@ -2,7 +2,8 @@
 
 Inputs `story (B, N, J)` and `question (B, Jq)` int ids (the memory most recent
 first); output: the answer's logits over the vocabulary, restricted to the
-answers seen in training. The default config and `MemN2NSchedule` follow
+candidates of `MemN2NConfig.answer_ids` (every word in the authors' code; the
+answers seen in training, as an option). The default config and `MemN2NSchedule` follow
 Sukhbaatar et al. 2015 §4.2: 3 hops, d = 20, adjacent tying, position and
 temporal encoding, 10 % random noise, linear start; SGD with learning rate 0.01
 halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.

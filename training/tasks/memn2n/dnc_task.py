@@ -75,8 +75,6 @@ class DNCBabiTask(MemN2NTask):
 
     name = "dnc-babi"
     summary = "differentiable neural computer, bAbI-format QA, word by word (Graves et al. 2016)"
-    batch_size = 32
-    assets = ("vocab.json", "test")
 
     def add_arguments(self, parser):
         add_arguments(parser)

@@ -133,7 +133,8 @@ def archive(model, vocab, settings):
 
     `serving_default(story, question)`: `story` holds each example's sentences
     separated by newlines, oldest first; returns `answer` (the most probable of
-    the answers seen in training), its `probability` and `hop_attention`
+    the model's candidates: the vocabulary, or the answers seen in training),
+    its `probability` and `hop_attention`
     `[B, hops, memory_size]` over the kept sentences, most recent first.
     """
     _check_backend()
