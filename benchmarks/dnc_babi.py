@@ -78,10 +78,15 @@ def main():
     start = time.time()
 
     class Curve(keras.callbacks.Callback):
+        batches = 0  # counted, as the budget may end the last check early
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.batches += 1
+
         def on_epoch_end(self, epoch, logs=None):
             figures = task.figures(self.model, data["vocab"], settings, curve_questions)
-            point = {"batches": (epoch + 1) * args.check_every,
-                     "questions": (epoch + 1) * args.check_every * task_args.batch_size,
+            point = {"batches": self.batches,
+                     "questions": self.batches * task_args.batch_size,
                      "seconds": round(time.time() - start, 1),
                      "train_loss": float(logs["loss"]),
                      "validation_mean_error": figures["mean_error"],
