@@ -105,3 +105,8 @@ def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_voc
     assert answers <= set(prepared["answer_ids"])
     config = task_module.model_config(args, prepared)
     assert config.empty_slots == empty_slots
+
+
+def test_five_percent_error_is_not_a_failed_task():
+    # 5 wrong of 100 is 1 − 0.95 = 0.05000000000000004 in floating point.
+    assert task_module.failed_tasks([1 - 0.95, 0.0, 0.0501, 0.9]) == 2
