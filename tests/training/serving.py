@@ -79,3 +79,18 @@ def saved_model_cli_run(export, input_exprs, signature="serving_default"):
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def assert_story_question_checks(serve):
+    """The input checks of a bAbI export's `serve(story, question)`: each argument a 1-D
+    string tensor, both of one batch size, each failure an in-graph error naming it."""
+    import tensorflow as tf
+
+    for wrong in ("a", [["a"]], [[["a"]]]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="`story` must be a 1-D string"):
+            serve(wrong, ["x"])
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="`question` must be a 1-D string"):
+            serve(["a"], wrong)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="the same batch size"):
+        serve(["a", "b"], ["x"])

@@ -21,6 +21,7 @@ from keras_attn.training.tasks.memn2n.task import (
     add_data_arguments,
     error_figures,
     load_questions,
+    print_data,
 )
 
 BUCKET = 32  # sequences are padded to a multiple of this many words
@@ -86,10 +87,7 @@ class DNCBabiTask(MemN2NTask):
 
     def prepare(self, args):
         data = prepare(args)
-        splits = data["splits"]
-        print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
-              f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
-              f"vocabulary {len(data['vocab'])}")
+        print_data(data)
         return data
 
     def build_model(self, args, data, jit_compile):

@@ -275,6 +275,14 @@ def figures(model, vocab, settings, questions):
     return out
 
 
+def print_data(data, details=""):
+    """One line: where the questions come from, how many per split, the vocabulary."""
+    splits = data["splits"]
+    print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
+          f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
+          f"vocabulary {len(data['vocab'])}{details}")
+
+
 def print_figures(title, figures_, names):
     print(title)
     for task, entry in figures_["tasks"].items():
@@ -351,10 +359,7 @@ class MemN2NTask(Task):
 
     def prepare(self, args):
         data = prepare(args)
-        splits = data["splits"]
-        print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
-              f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
-              f"vocabulary {len(data['vocab'])}; sentences ≤ {data['sentence_length']} words")
+        print_data(data, f"; sentences ≤ {data['sentence_length']} words")
         return data
 
     def build_model(self, args, data, jit_compile):
