@@ -110,7 +110,7 @@ def main():
     print(f"DNC paper (10k joint): mean {PAPER_MEAN_ERROR} %, {PAPER_FAILED} failed")
     result = header("dnc_babi", args) | {
         "command": " ".join(["python", "benchmarks/dnc_babi.py", *sys.argv[1:]]),
-        "task_flags": task_flags, "model": vars(config) if hasattr(config, "__dict__") else {},
+        "task_flags": task_flags, "model": vars(config),
         "training_questions": len(splits["train"]), "figure_on": kind,
         "seconds": round(seconds, 1), "curve": curve, "test": test,
         "paper": {"mean_error": PAPER_MEAN_ERROR / 100, "failed": PAPER_FAILED},

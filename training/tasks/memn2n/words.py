@@ -25,8 +25,7 @@ def tokens_of(question, max_story_words):
         words = babi.normalize(sentence).split()
         if words:  # a statement without a word is dropped, as in the memory network
             story += words + [SENTENCE_END]
-    story = story[len(story) - max_story_words:] if len(story) > max_story_words else story
-    return story + babi.normalize(question.question).split() + [QUESTION_MARK]
+    return story[-max_story_words:] + babi.normalize(question.question).split() + [QUESTION_MARK]
 
 
 def build_vocabulary(questions):
