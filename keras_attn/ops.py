@@ -14,6 +14,8 @@ masking rules:
   in that dtype, then zeroed with `where`.
 """
 
+import warnings
+
 import numpy as np
 from keras import ops
 
@@ -65,6 +67,15 @@ def _half_to_float32(scores, dtype):
     return x
 
 
+def _softmax(x, axis):
+    """`ops.softmax`, without Keras's warning for an axis of size 1: attention over
+    one key (a one-token source, a one-slot memory) is legitimate, and its weight 1."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis",
+                                category=UserWarning)
+        return ops.softmax(x, axis=axis)
+
+
 def masked_softmax(scores, mask=None, axis=-1):
     """Softmax of `scores` along `axis`, restricted to positions where `mask` holds.
 
@@ -84,10 +95,10 @@ def masked_softmax(scores, mask=None, axis=-1):
     dtype = standardize_dtype(scores.dtype)
     x = _half_to_float32(scores, dtype)
     if mask is None:
-        return ops.cast(ops.softmax(x, axis=axis), dtype)
+        return ops.cast(_softmax(x, axis), dtype)
     mask = ops.cast(mask, "bool")
     x = ops.where(mask, x, ops.cast(mask_fill_value(x.dtype), x.dtype))
-    weights = ops.softmax(x, axis=axis)
+    weights = _softmax(x, axis)
     # Zeroes masked keys exactly and turns an all-masked row (which the
     # softmax left uniform) into zeros, without NaN in value or gradient.
     weights = ops.where(mask, weights, ops.zeros_like(weights))

@@ -1,7 +1,11 @@
 """Callbacks every task can add to its `fit`: a wall-clock budget, a
-`BackupAndRestore` that reports where a resumed run starts, and Ctrl-C between batches."""
+`BackupAndRestore` that reports where a resumed run starts and survives a damaged
+backup, and Ctrl-C between batches."""
 
+import json
+import os
 import signal
+import sys
 import threading
 import time
 
@@ -28,21 +32,62 @@ class TimeBudget(keras.callbacks.Callback):
 
 
 class ResumeReport(keras.callbacks.BackupAndRestore):
-    """`BackupAndRestore` that says where a resumed run starts, and counts the
-    epochs that ran in this process."""
+    """`BackupAndRestore` that writes its backup atomically, says where a resumed run
+    starts, sets aside a backup it cannot read, and counts the epochs that ran in
+    this process.
+
+    Keras writes `latest.weights.h5` in place, so a kill or a full disk during the
+    write leaves a file that no rerun can open. Here each file is written beside
+    its final name and renamed over it: a kill at any moment leaves the previous
+    good backup. A backup that still cannot be read (damaged some other way) is
+    renamed to `<backup>.damaged-<time>` with one line saying so, and the run
+    starts over.
+    """
+
+    WEIGHTS, METADATA = "latest.weights.h5", "training_metadata.json"
 
     def __init__(self, backup_dir):
         super().__init__(backup_dir)
         self.initial_epoch = self.epochs_run = 0
 
     def on_train_begin(self, logs=None):
-        super().on_train_begin(logs)
+        try:
+            super().on_train_begin(logs)
+        except Exception as error:  # noqa: BLE001 (h5py, JSON and Keras each raise their own)
+            self._set_aside(error)
         # What the backup restored: `fit` starts from the model's `_initial_epoch`.
         self.initial_epoch = getattr(self.model, "_initial_epoch", None) or 0
         self.epochs_run = 0
         if self.initial_epoch:
             print(f"resuming from epoch {self.initial_epoch + 1} (the backup in "
                   f"{self.backup_dir})", flush=True)
+
+    def _set_aside(self, error):
+        stem = f"{self.backup_dir.rstrip(os.sep)}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+        damaged, count = stem, 1
+        while os.path.exists(damaged):
+            count += 1
+            damaged = f"{stem}-{count}"
+        os.replace(self.backup_dir, damaged)
+        self.model._initial_epoch = None
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"the backup in {self.backup_dir} cannot be read ({reason}); moved it to "
+              f"{damaged} and starting over", file=sys.stderr, flush=True)
+
+    # Overrides Keras's private writer (the only one `BackupAndRestore` has);
+    # tests/training/test_callbacks.py fails if Keras renames it.
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        weights = os.path.join(self.backup_dir, self.WEIGHTS)
+        partial = os.path.join(self.backup_dir, ".partial." + self.WEIGHTS)
+        self.model.save_weights(partial, overwrite=True)
+        metadata = os.path.join(self.backup_dir, self.METADATA)
+        with open(metadata + ".partial", "w") as f:
+            json.dump({"epoch": self._current_epoch, "batch": self._last_batch_seen}, f)
+        # Weights first: a kill between the two renames leaves new weights with the
+        # previous epoch's number, which reruns one epoch rather than skipping one.
+        os.replace(partial, weights)
+        os.replace(metadata + ".partial", metadata)
 
     def on_epoch_end(self, epoch, logs=None):
         super().on_epoch_end(epoch, logs)

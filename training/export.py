@@ -58,10 +58,37 @@ def publishable(folder):
             os.chmod(path, (0o777 if os.access(path, os.X_OK) else 0o666) & ~mask)
 
 
+TMP_PREFIX = ".tmp-export-"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_exports(model_root):
+    """Removes the temporary folders that killed exports left in `model_root`.
+
+    Each is named `.tmp-export-<pid>-…` after the process writing it; one whose
+    process is gone is stale (a live one is another export under way)."""
+    for name in os.listdir(model_root):
+        if not name.startswith(TMP_PREFIX):
+            continue
+        pid = name[len(TMP_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(model_root, name), ignore_errors=True)
+
+
 def write_atomically(model_root, write_fn):
     """Calls `write_fn(tmp_dir)`, then renames `tmp_dir` to the next version."""
     os.makedirs(model_root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-export-", dir=model_root)
+    remove_stale_exports(model_root)
+    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=model_root)
     try:
         write_fn(tmp)
         publishable(tmp)
@@ -117,6 +144,12 @@ def assert_batch_of_strings(name, value):
     rank fails with "`name` must be a 1-D string tensor of shape [batch]")."""
     value = assert_rank(value, 1, f"`{name}` must be a 1-D string tensor of shape [batch]")
     return tf.reshape(value, [-1])
+
+
+def is_blank(text):
+    """`tf.bool [B]`: whether each string is empty or only whitespace (the ASCII
+    whitespace `training.text` collapses), which a text signature answers as empty."""
+    return tf.strings.regex_full_match(text, "[ \\t\\n\\r\\f\\v]*")
 
 
 def lookup_table(vocab_tokens):

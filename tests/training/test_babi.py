@@ -162,3 +162,24 @@ def test_generator_is_deterministic_and_balanced():
     assert kind_number("counting") == 7
     with pytest.raises(ValueError, match="Unknown story kind"):
         kind_number("three-supporting-facts")
+
+
+def test_answers_keep_the_case_their_story_writes():
+    questions = babi.parse_babi([
+        "1 Fred gave the football to Jeff.", "2 Who gave the football to Jeff?\tFred\t1",
+        "1 jeff went home.", "2 Jeff took the milk.", "3 What did Jeff take?\tmilk\t2",
+    ])
+    forms = babi.surface_forms(questions)
+    assert forms["jeff"] == "Jeff" and forms["fred"] == "Fred" and forms["milk"] == "milk"
+    story = ("Fred gave the football to Jeff.", "JEFF left.")
+    assert babi.cased_answer("jeff", story, forms) == "JEFF"  # the most recent use
+    assert babi.cased_answer("fred", (), forms) == "Fred"  # not in the story: the data's
+    assert babi.cased_answer("milk,football", story, forms) == "milk,football"
+    assert babi.cased_answer("zorp", story, forms) == "zorp"  # nowhere: as it is
+
+
+def test_surface_forms_round_trip_and_old_runs_have_none(tmp_path):
+    path = str(tmp_path / "forms.json")
+    babi.save_forms({"jeff": "Jeff", "é": "É"}, path)
+    assert babi.load_forms(path) == {"jeff": "Jeff", "é": "É"}
+    assert babi.load_forms(str(tmp_path / "missing.json")) == {}

@@ -1,4 +1,5 @@
-"""Ctrl-C during `fit`: a flag from the signal, the interrupt between batches."""
+"""Ctrl-C during `fit`: a flag from the signal, the interrupt between batches; the
+backup written atomically, and a damaged one set aside."""
 
 import os
 import signal
@@ -7,7 +8,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn.training.callbacks import CtrlC
+from keras_attn.training.callbacks import CtrlC, ResumeReport
 
 
 class _PressAt(keras.callbacks.Callback):
@@ -38,3 +39,47 @@ def test_ctrl_c_stops_fit_at_the_end_of_the_batch_and_restores_the_handler():
     assert ctrl_c.pressed and press.finished == 2
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 3
     assert signal.getsignal(signal.SIGINT) == before
+
+
+def _model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    return model
+
+
+def test_the_backup_is_written_beside_and_renamed(tmp_path, monkeypatch):
+    # Keras's `BackupAndRestore` has one writer, a private method this class
+    # overrides: if Keras renames it, this fails rather than the backup going back
+    # to being written in place.
+    assert callable(getattr(keras.callbacks.BackupAndRestore, "_save_model", None))
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
+    written = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: (written.append(os.path.basename(b)),
+                                                     real_replace(a, b)))
+    backup = ResumeReport(str(tmp_path / "backup"))
+    backup.delete_checkpoint = False
+    model = _model()
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[backup])
+    assert written == ["latest.weights.h5", "training_metadata.json"] * 2
+    assert sorted(os.listdir(tmp_path / "backup")) == ["latest.weights.h5",
+                                                        "training_metadata.json"]
+    again = _model()
+    resumed = ResumeReport(str(tmp_path / "backup"))
+    again.fit(x, y, epochs=3, verbose=0, callbacks=[resumed])
+    assert resumed.initial_epoch == 2 and resumed.epochs_run == 1
+
+
+def test_a_backup_that_cannot_be_read_is_set_aside(tmp_path, capsys):
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / "latest.weights.h5").write_bytes(b"\x89HDF" + bytes(96))
+    (backup / "training_metadata.json").write_text('{"epoch": 1, "batch": 0}')
+    resumed = ResumeReport(str(backup))
+    _model().fit(np.ones((8, 3)), np.ones((8, 1)), epochs=2, verbose=0, callbacks=[resumed])
+    assert resumed.initial_epoch == 0 and resumed.epochs_run == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"the backup in {backup} cannot be read (")
+    assert err[0].endswith("and starting over")
+    aside = [n for n in os.listdir(tmp_path) if n.startswith("backup.damaged-")]
+    assert len(aside) == 1 and os.listdir(tmp_path / aside[0])

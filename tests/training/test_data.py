@@ -118,3 +118,11 @@ def test_detokenize_joins_spaced_punctuation_back():
     assert detokenize("¿ qué hora es ? son las tres .", words) == "¿qué hora es? son las tres."
     assert detokenize("a , b", {"level": "word", "space_punctuation": False}) == "a , b"
     assert detokenize("a , b", {"level": "char", "space_punctuation": True}) == "a , b"
+
+
+def test_split_pairs_gives_every_split_a_source_or_says_why_not():
+    pairs = [(s, s.upper()) for s in ("a", "b", "c") for _ in range(4)]
+    splits = split_pairs(pairs, seed=0)
+    assert all(len({s for s, _ in splits[k]}) == 1 for k in ("train", "validation", "test"))
+    with pytest.raises(ValueError, match="2 distinct source sentence.*at least 3 are needed"):
+        split_pairs([("a", "x"), ("b", "y")] * 6)

@@ -225,3 +225,17 @@ def test_in_graph_detokenization_equals_training(rows, level, space_punctuation)
     expected = [detokenize(vocab.decode(row), preprocess) for row in ids]
     got = graph_detokenize(tf.constant(ids), tokens, preprocess).numpy()
     assert [g.decode() for g in got] == expected
+
+
+def test_the_next_export_removes_what_a_killed_one_left(tmp_path):
+    from keras_attn.training.export import write_atomically
+
+    root = tmp_path / "model"
+    killed = root / ".tmp-export-999999999-abc"  # no such process
+    running = root / f".tmp-export-{os.getpid()}-def"  # an export under way
+    for folder in (killed, running):
+        folder.mkdir(parents=True)
+        (folder / "saved_model.pb").write_bytes(b"x")
+    version = write_atomically(str(root), lambda d: open(os.path.join(d, "f"), "w").close())
+    assert sorted(os.listdir(root)) == sorted(["1", running.name])
+    assert version == str(root / "1")

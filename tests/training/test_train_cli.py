@@ -48,6 +48,32 @@ def test_killed_run_resumes_from_its_backup(tmp_path):
     assert not os.path.exists(tmp_path / "work" / "backup"), "the backup outlived a finished run"
 
 
+def test_a_damaged_backup_is_set_aside_and_the_run_starts_over(tmp_path):
+    # What a kill or a full disk during the backup's write would leave, were it
+    # written in place: the rerun says so in one line, trains and exports.
+    command = [sys.executable, "-m", "keras_attn.training.cli", "train", "translator",
+               "--train-size", "300", "--test-size", "20", "--no-tensorboard", "--epochs", "2",
+               "--work-dir", str(tmp_path / "work"), "--output-dir", str(tmp_path / "saved")]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=_env(), cwd=tmp_path)
+    for line in first.stdout:
+        if line.startswith("Epoch 2/2"):
+            first.send_signal(signal.SIGKILL)
+            break
+    first.wait(timeout=60)
+    backup = tmp_path / "work" / "backup"
+    assert sorted(os.listdir(backup)) == ["latest.weights.h5", "training_metadata.json"]
+    (backup / "latest.weights.h5").write_bytes(os.urandom(100))
+    second = subprocess.run(command, capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                            timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    damaged = [line for line in second.stderr.splitlines() if "cannot be read" in line]
+    assert len(damaged) == 1 and "starting over" in damaged[0], second.stderr
+    assert [n for n in os.listdir(tmp_path / "work") if n.startswith("backup.damaged-")]
+    assert "trained 2 epochs in" in second.stdout
+    assert os.path.exists(tmp_path / "saved" / "translator" / "1" / "saved_model.pb")
+
+
 @pytest.mark.skipif(__import__("importlib").util.find_spec("jax") is None, reason="needs jax")
 def test_jax_training_needs_no_tensorflow_until_export(tmp_path):
     # Keras 3.15 imports TensorFlow whenever it is installed (an isinstance check in

@@ -11,8 +11,10 @@ exported graph applies the same rule with TF string ops).
 """
 
 import dataclasses
+import json
 import os
 import re
+from collections import Counter
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from keras_attn.training.text import Vocabulary, encode_batch
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
 WORD = re.compile(r"[a-z0-9]+")
+WRITTEN_WORD = re.compile(r"[A-Za-z0-9]+")  # a token as written, before lower-casing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +54,43 @@ def normalize(text):
 
 def normalize_answer(answer):
     return ",".join(normalize(part).replace(" ", "_") for part in answer.split(","))
+
+
+def surface_forms(questions):
+    """`{token: the form it is most often written in}` over the stories, questions
+    and answers of `questions` (`"jeff"` → `"Jeff"`), for answers to be given back
+    as the data writes them. Ties go to the form first seen."""
+    counts = {}
+    for q in questions:
+        for text in (*q.story, q.question, *q.answer.split(",")):
+            for word in WRITTEN_WORD.findall(text):
+                counts.setdefault(word.lower(), Counter())[word] += 1
+    return {token: forms.most_common(1)[0][0] for token, forms in sorted(counts.items())}
+
+
+def cased_answer(answer, story, forms):
+    """An answer token in the case the story writes it (its most recent use), else
+    in `forms`' (`surface_forms`), else as it is; each part of a list answer
+    (`"milk,football"`) on its own."""
+    written = [w for sentence in reversed(story) for w in reversed(WRITTEN_WORD.findall(sentence))]
+    parts = []
+    for part in answer.split(","):
+        in_story = next((w for w in written if w.lower() == part), None)
+        parts.append(in_story or forms.get(part, part))
+    return ",".join(parts)
+
+
+def save_forms(forms, path):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(forms, f, ensure_ascii=False, indent=0)
+
+
+def load_forms(path):
+    """`save_forms`' file, or `{}` for a run saved before answers kept their case."""
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def parse_babi(lines, task=0, source="<lines>"):

@@ -131,7 +131,7 @@ class DNCBabiTask(MemN2NTask):
     def export_archive(self, model, meta, assets):
         from keras_attn.training.tasks.memn2n.export import dnc_archive
 
-        return dnc_archive(model, assets["vocab"], meta.settings)
+        return dnc_archive(model, assets["vocab"], meta.settings, assets["forms"])
 
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.memn2n.predict import answer_with_dnc

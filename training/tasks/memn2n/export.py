@@ -82,10 +82,44 @@ def _same_batch(story, question):
         return tf.identity(story), question
 
 
-def _answer_of(logits, answers):
+class AnswerCase(tf.Module):
+    """As `babi.cased_answer`, in the graph: answer tokens `[B]` in the case their
+    story writes them (the most recent use), else in the training data's most
+    frequent form, else as they are; each part of a list answer on its own."""
+
+    def __init__(self, forms):
+        super().__init__()
+        keys = list(forms) or [""]
+        self.forms = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(keys), tf.constant([forms.get(k, "") for k in keys])),
+            default_value="")
+
+    def __call__(self, answers, story):
+        parts = tf.strings.split(answers, sep=",")  # [B, parts]
+        written = tf.strings.split(tf.strings.strip(
+            tf.strings.regex_replace(story, "[^A-Za-z0-9]+", " ")))  # [B, words]
+        rows = parts.value_rowids()
+        candidates = tf.gather(written, rows)  # each part's story words
+        # ASCII lower-casing: `written` holds only ASCII letters and digits.
+        same = tf.equal(tf.strings.lower(candidates), tf.expand_dims(parts.values, 1))
+        # 1 + the position of the most recent use, 0 for none.
+        position = tf.ragged.range(candidates.row_lengths()) + 1
+        last = tf.maximum(tf.reduce_max(tf.cast(same, tf.int64) * position, axis=1), 0)
+        found = last > 0
+        words = tf.concat([candidates.values, [""]], axis=0)  # "" where none is found
+        from_story = tf.gather(words, tf.where(found, candidates.row_starts() + last - 1,
+                                               tf.size(candidates.values, tf.int64)))
+        from_data = self.forms.lookup(parts.values)
+        fallback = tf.where(tf.equal(from_data, ""), parts.values, from_data)
+        cased = parts.with_flat_values(tf.where(found, from_story, fallback))
+        return tf.strings.reduce_join(cased, axis=1, separator=",")
+
+
+def _answer_of(logits, answers, answer_case, story):
     probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
     best = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
-    return {"answer": tf.gather(answers, best),
+    return {"answer": answer_case(tf.gather(answers, best), story),
             "probability": tf.reduce_max(probabilities, axis=-1)}
 
 
@@ -109,26 +143,29 @@ def _check_backend():
         raise RuntimeError("export runs on the TensorFlow backend (KERAS_BACKEND=tensorflow)")
 
 
-def dnc_archive(model, vocab, settings):
-    """The DNC bAbI model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`).
+def dnc_archive(model, vocab, settings, forms=None):
+    """The DNC bAbI model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`,
+    `forms`: `babi.surface_forms` of the training data).
 
     `serving_default(story, question)` as the memory network's; returns `answer`
-    (the most probable word) and its `probability`.
+    (the most probable word, cased as `AnswerCase` says) and its `probability`.
     """
     _check_backend()
     table = lookup_table(vocab.tokens)
     answers = tf.constant(vocab.tokens)
+    answer_case = AnswerCase(forms or {})
     max_story_words = int(settings["max_story_words"])
 
     def serve(story, question):
         story, question = _same_batch(story, question)
         ids, step = word_sequence(story, question, table, max_story_words)
-        return _answer_of(model({"words": ids, "answer_step": step}), answers)
+        return _answer_of(model({"words": ids, "answer_step": step}), answers, answer_case,
+                          story)
 
-    return _story_question_archive((model, table), serve)
+    return _story_question_archive((model, table, answer_case.forms), serve)
 
 
-def archive(model, vocab, settings):
+def archive(model, vocab, settings, forms=None):
     """The bAbI QA model's `keras.export.ExportArchive` (`settings`: `RunMeta.settings`).
 
     `serving_default(story, question)`: `story` holds each example's sentences
@@ -143,6 +180,7 @@ def archive(model, vocab, settings):
     question_length = int(settings["question_length"])
     table = lookup_table(vocab.tokens)
     answers = tf.constant(vocab.tokens)
+    answer_case = AnswerCase(forms or {})
 
     def serve(story, question):
         story, question = _same_batch(story, question)
@@ -150,6 +188,7 @@ def archive(model, vocab, settings):
         logits, attention = reader({
             "story": story_ids, "question": question_ids(question, table, question_length)
         })
-        return _answer_of(logits, answers) | {"hop_attention": tf.cast(attention, tf.float32)}
+        return (_answer_of(logits, answers, answer_case, story)
+                | {"hop_attention": tf.cast(attention, tf.float32)})
 
-    return _story_question_archive((reader, table), serve)
+    return _story_question_archive((reader, table, answer_case.forms), serve)

@@ -343,7 +343,7 @@ class MemN2NTask(Task):
     name = "memn2n"
     summary = "end-to-end memory network, bAbI-format QA (default: built-in stories)"
     batch_size = 32
-    assets = ("vocab.json", "test")
+    assets = ("vocab.json", "forms.json", "test")
 
     def add_arguments(self, parser):
         add_arguments(parser)
@@ -405,6 +405,8 @@ class MemN2NTask(Task):
 
     def save_assets(self, run_dir, data, meta):
         data["vocab"].save(os.path.join(run_dir, "vocab.json"))
+        babi.save_forms(babi.surface_forms(data["splits"]["train"]),
+                        os.path.join(run_dir, "forms.json"))
         # The held-out questions, one bAbI-format file per task, for `evaluate`.
         test = data["splits"]["test"] or data["splits"]["validation"]
         test_dir = os.path.join(run_dir, "test")
@@ -415,6 +417,7 @@ class MemN2NTask(Task):
 
     def load_assets(self, run_dir, meta):
         return {"vocab": Vocabulary.load(os.path.join(run_dir, "vocab.json")),
+                "forms": babi.load_forms(os.path.join(run_dir, "forms.json")),
                 "test": os.path.join(run_dir, "test")}
 
     def evaluate(self, model, meta, assets, args=None, data=None):
@@ -445,12 +448,13 @@ class MemN2NTask(Task):
         print("sample answers (held-out):")
         for q, a, p in zip(sample, answers, probs, strict=True):
             mark = "✓" if a == babi.normalize_answer(q.answer) else "✗"
-            print(f"  {' '.join(q.story[-3:])} … {q.question} → {a} ({p:.2f}) {mark}")
+            written = babi.cased_answer(a, q.story, assets["forms"])
+            print(f"  {' '.join(q.story[-3:])} … {q.question} → {written} ({p:.2f}) {mark}")
 
     def export_archive(self, model, meta, assets):
         from keras_attn.training.tasks.memn2n.export import archive
 
-        return archive(model, assets["vocab"], meta.settings)
+        return archive(model, assets["vocab"], meta.settings, assets["forms"])
 
     def figures(self, model, vocab, settings, questions):
         """The held-out figures of `questions` (`error_figures` and more)."""

@@ -3,9 +3,9 @@
 `serving_default(text)`: `text` `tf.string [batch]`, raw; tokenised in the graph as
 in training (`keras_attn.training.export.tokenize`); returns `translation`
 (`tf.string`), `score` (`float32`, the decoder's ranking score) and `alignment`
-(`float32 [batch, out_len, in_len]`). An empty string gives an empty translation;
-a `text` that is not 1-D is refused with "`text` must be a 1-D string tensor of
-shape [batch]".
+(`float32 [batch, out_len, in_len]`). An empty or whitespace-only string gives an
+empty translation (score 0); a `text` that is not 1-D is refused with "`text` must
+be a 1-D string tensor of shape [batch]".
 """
 
 import keras
@@ -15,6 +15,7 @@ from keras_attn.models.translator import generate
 from keras_attn.training.export import (
     assert_batch_of_strings,
     detokenize,
+    is_blank,
     lookup_table,
     tokenize,
 )
@@ -37,7 +38,7 @@ def archive(model, source_vocab, target_vocab, settings):
         out = generate(model, ids, max_steps, beam_width=beam_width,
                        length_penalty=float(settings["length_penalty"]))
         translation = detokenize(out["tokens"], target_vocab.tokens, preprocess)
-        empty = tf.equal(tf.strings.length(text), 0)
+        empty = is_blank(text)
         return {
             "translation": tf.where(empty, tf.constant(""), translation),
             "score": tf.where(empty, 0.0, tf.cast(out["scores"], tf.float32)),

@@ -96,14 +96,23 @@ def load_parallel_tsv(
 
 
 def split_pairs(pairs, validation=0.1, test=0.1, seed=0):
-    """Shuffled train / validation / test splits with no source shared across them."""
+    """Shuffled train / validation / test splits with no source shared across them;
+    each split gets at least one source sentence.
+
+    Raises:
+        ValueError: with fewer than 3 distinct source sentences (one a split).
+    """
     by_source = {}
     for source, target in pairs:
         by_source.setdefault(source, []).append((source, target))
     sources = sorted(by_source)
+    if len(sources) < 3:
+        raise ValueError(
+            f"{len(sources)} distinct source sentence(s); at least 3 are needed, as the "
+            "train, validation and test splits share no source sentence")
     random.Random(seed).shuffle(sources)
-    n_test = int(round(len(sources) * test))
-    n_val = int(round(len(sources) * validation))
+    n_test = max(1, int(round(len(sources) * test)))
+    n_val = max(1, min(int(round(len(sources) * validation)), len(sources) - n_test - 1))
     groups = {
         "test": sources[:n_test],
         "validation": sources[n_test : n_test + n_val],

@@ -215,8 +215,11 @@ def load_data(args):
         if report.bad_lines:
             print(f"  malformed lines (first {len(report.bad_lines)}): {report.bad_lines}")
         if len(pairs) < 10:
-            raise SystemExit(f"{args.data}: only {len(pairs)} usable pairs")
-        splits = split_pairs(pairs, seed=args.seed)
+            raise SystemExit(f"{args.data}: only {len(pairs)} usable pairs (at least 10 needed)")
+        try:
+            splits = split_pairs(pairs, seed=args.seed)
+        except ValueError as error:
+            raise SystemExit(f"{args.data}: {error}") from None
         kind = "text"
     else:
         splits = date_splits(
@@ -515,6 +518,10 @@ class TranslatorTask(Task):
             unknown_source, unknown_target = unknown_rates(data, splits["validation"])
             print(f"  [UNK] in validation: {100 * unknown_source:.2f} % of source and "
                   f"{100 * unknown_target:.2f} % of target tokens")
+            if unknown_source > 0.5:
+                print("  (the splits share no source sentence, so a validation sentence's "
+                      "words are known only if other training sentences use them; a corpus "
+                      "this small, or of single words, shares few)")
         data["batches"] = datasets(data, args.batch_size, args.seed, args.sort_window)
         return data
 
