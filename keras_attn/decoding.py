@@ -30,15 +30,19 @@ def length_penalty(lengths, alpha):
     return ops.power((5.0 + lengths) / 6.0, alpha)
 
 
-def coverage_penalty(coverage, beta, source_mask=None):
+def coverage_penalty(coverage, beta, source_mask=None, zero_counts=True):
     """GNMT's coverage penalty `β Σ_i log(min(Σ_j α_ij, 1))` over the source.
 
-    Uncovered positions are floored at 1e-10 (a large finite penalty), and padded
-    source positions are left out.
+    Padded source positions are left out. A position with no attention at all
+    counts `log 1e-10` (a large finite penalty); with `zero_counts=False` it
+    counts 0, as in TF-Addons (which maps a zero sum to 1 before the log).
     """
     if not beta:
         return ops.zeros(ops.shape(coverage)[:-1], "float32")
-    terms = ops.log(ops.maximum(ops.minimum(coverage, 1.0), 1e-10))
+    if zero_counts:
+        terms = ops.log(ops.maximum(ops.minimum(coverage, 1.0), 1e-10))
+    else:
+        terms = ops.log(ops.minimum(ops.where(ops.equal(coverage, 0.0), 1.0, coverage), 1.0))
     if source_mask is not None:
         terms = ops.where(ops.cast(source_mask, "bool"), terms, 0.0)
     return beta * ops.sum(terms, axis=-1)
@@ -165,12 +169,20 @@ def beam_search(
     - `"gnmt"` (the default): `|Y|` counts the end token, and every hypothesis,
       finished or not, is ranked with its coverage penalty, so hypotheses are
       compared on the same terms at every step.
-    - `"tf_addons"`: `tfa.seq2seq.BeamSearchDecoder`'s rule, for ported models that
-      must decode token for token as before: `|Y|` does not count the end token,
-      and only hypotheses finished *before* the current step get the coverage
-      penalty. The coverage term is then `β Σ_i log min(Σ_j α_ij, 1)` as there:
-      with `source_mask`, padded positions are left out (TF-Addons has no mask and
-      sums their `log 0`).
+    - `"tf_addons"`: `tfa.seq2seq.BeamSearchDecoder`'s rule (TF-Addons 0.23), for
+      ported models that must decode token for token as before: a candidate that
+      emits the end token *at this step* is ranked without it in `|Y|`; a
+      hypothesis finished at an earlier step is ranked with its stored length,
+      which counts the end token. Only hypotheses finished before this step get
+      the coverage penalty, and a source position with no attention at all counts
+      0 in it (TF-Addons maps a zero sum to 1 before the log; padded positions,
+      which get no attention, so count 0 with or without `source_mask`). Once
+      finished, a beam's rank can still change (its coverage penalty starts); as
+      in TF-Addons, `tokens` and `alignments` then keep the beams' order of the
+      step where the row's last beam ended, while `scores`, `log_probs` and
+      `lengths` are in the final order (TF-Addons' `predicted_ids` against its
+      final `scores` and state), so beam `k`'s tokens and score can belong to
+      different hypotheses.
 
     Args:
         step_fn: the decoder step (see the module docstring).
@@ -241,21 +253,24 @@ def beam_search(
         log_probs = ops.where(ops.expand_dims(finished, -1), pad_only, log_probs)
         totals = ops.expand_dims(log_prob_sum, -1) + log_probs
         new_lengths = lengths + ops.cast(ops.logical_not(finished), "int32")
-        alignment = ops.reshape(ops.cast(alignment, "float32"), (batch_size, k, -1))
+        # The source length given, not -1: a static length of 1 would otherwise
+        # become unknown in a traced graph, and the loop's buffers change shape.
+        alignment = ops.reshape(ops.cast(alignment, "float32"),
+                                (batch_size, k, alignment_length))
         alignment = ops.where(ops.expand_dims(finished, -1), 0.0, alignment)
         new_coverage = coverage + alignment
         rank_lengths = ops.expand_dims(new_lengths, -1)
-        coverage_term = ops.expand_dims(
-            coverage_penalty(new_coverage, coverage_penalty_beta, source_mask), -1
-        )
+        coverage_term = ops.expand_dims(coverage_penalty(
+            new_coverage, coverage_penalty_beta, source_mask, zero_counts=not tf_addons), -1)
         if tf_addons:
-            # The end token, emitted now or before, is not counted in |Y|; the
-            # coverage penalty only ranks hypotheses that were already finished.
-            ended = ops.logical_or(
-                ops.expand_dims(finished, -1),
+            # An end token emitted at this step is not counted in |Y| (one emitted
+            # before is, in the stored length); the coverage penalty only ranks
+            # hypotheses that were already finished.
+            ends_now = ops.logical_and(
+                ops.expand_dims(ops.logical_not(finished), -1),
                 ops.reshape(ops.equal(ops.arange(vocab), end_token), (1, 1, -1)),
             )
-            rank_lengths = rank_lengths - ops.cast(ended, "int32")
+            rank_lengths = rank_lengths - ops.cast(ends_now, "int32")
             coverage_term = coverage_term * ops.cast(ops.expand_dims(finished, -1), "float32")
         rank = totals / length_penalty(rank_lengths, length_penalty_alpha) + coverage_term
         top_ranks, top = ops.top_k(ops.reshape(rank, (batch_size, k * vocab)), k)
@@ -267,10 +282,20 @@ def beam_search(
             return ops.take_along_axis(x, index, axis=1)
 
         log_prob_sum = ops.take_along_axis(ops.reshape(totals, (batch_size, k * vocab)), top, 1)
+        new_out = _write(pick(out), t, token, positions, 2)
+        new_alignments = _write(pick(alignments), t, pick(alignment), positions, 2)
+        if tf_addons:
+            # TF-Addons reads the tokens back (gather_tree) in the beams' order at
+            # the step its row's last beam ended; a row whose beams had all ended
+            # keeps that order here, though their ranks still change.
+            row_done = ops.all(finished, axis=1)
+            out = ops.where(ops.reshape(row_done, (-1, 1, 1)), out, new_out)
+            alignments = ops.where(ops.reshape(row_done, (-1, 1, 1, 1)), alignments,
+                                   new_alignments)
+        else:
+            out, alignments = new_out, new_alignments
         finished = ops.logical_or(pick(finished), ops.equal(token, end_token))
         lengths = pick(new_lengths)
-        out = _write(pick(out), t, token, positions, 2)
-        alignments = _write(pick(alignments), t, pick(alignment), positions, 2)
         coverage = pick(new_coverage)
         rows = ops.reshape(batch_offsets + parent, (-1,))
         states = [ops.take(s, rows, axis=0) for s in states]

@@ -143,10 +143,19 @@ def _until_end(tokens):
     return tokens
 
 
-def test_beam_search_with_penalties_ranks_as_tf_addons():
-    inputs, var, expected = _fixture("beam_search")
+#: Beam search's scores and log-probabilities: sums of up to `max_length`
+#: float32 log-softmaxes, divided by the length penalty. Two recordings on one
+#: machine are bit-identical; an independent recording elsewhere moved by up to
+#: 1.9e-5, so the tolerance is 2.5 times that. Tokens must be equal.
+BEAM_TOLERANCE = 5e-5
+BEAM_FIXTURES = sorted(n[:-4] for n in os.listdir(FIXTURES) if n.startswith("beam_search_"))
+
+
+def _beam_search(name, ranking):
+    inputs, var, expected = _fixture(name)
     memory, embedding = inputs["memory"], inputs["embedding"]
     beam_width, max_length = int(inputs["beam_width"]), int(inputs["max_length"])
+    mask = _mask(inputs)
     wrapper, units = _wrapper_cell(var, "gru", True, memory.shape[-1])
     _set_wrapper_weights(wrapper, var, units, embedding.shape[1])
     output_layer = keras.layers.Dense(embedding.shape[0])
@@ -158,24 +167,49 @@ def test_beam_search_with_penalties_ranks_as_tf_addons():
         output, states = wrapper(ops.take(embedding, tokens, axis=0), states)
         return output_layer(output), states, states[n + 1]
 
-    batch = memory.shape[0]
-    results = {}
-    for ranking in ("tf_addons", "gnmt"):
-        results[ranking] = beam_search(
-            step_fn, wrapper.get_initial_state(memory), batch, beam_width, max_length,
-            START, END, memory.shape[1], length_penalty_alpha=0.6,
-            coverage_penalty_beta=0.2, return_all_beams=True, ranking=ranking)
+    ours = beam_search(
+        step_fn, wrapper.get_initial_state(memory, mask), memory.shape[0], beam_width,
+        max_length, START, END, memory.shape[1], length_penalty_alpha=float(inputs["alpha"]),
+        coverage_penalty_beta=float(inputs["beta"]), source_mask=mask, return_all_beams=True,
+        ranking=ranking)
     theirs = np.transpose(expected["predicted_ids"], (0, 2, 1))  # (B, K, steps)
     theirs = np.pad(theirs, ((0, 0), (0, 0), (0, max_length - theirs.shape[-1])))
-    ours = to_numpy(results["tf_addons"]["tokens"])
-    np.testing.assert_array_equal(_until_end(ours), _until_end(theirs))
-    np.testing.assert_allclose(to_numpy(results["tf_addons"]["scores"]), expected["scores"],
-                               atol=TOLERANCE)
-    np.testing.assert_allclose(to_numpy(results["tf_addons"]["log_probs"]),
-                               expected["log_probs"], atol=TOLERANCE)
-    # The fixture is one where the rules differ: the default ranks some beams otherwise.
-    assert not np.array_equal(_until_end(to_numpy(results["gnmt"]["tokens"])),
-                              _until_end(theirs))
+    return ours, theirs, expected
+
+
+def test_the_beam_search_fixtures_have_beams_that_finish_at_different_steps():
+    assert len(BEAM_FIXTURES) == 8  # (α, β) ∈ {0, 0.6} × {0, 0.2}, padded or not
+    for name in BEAM_FIXTURES:
+        inputs, _, expected = _fixture(name)
+        lengths = expected["lengths"]
+        assert len(set(lengths[lengths < int(inputs["max_length"])].tolist())) >= 3, name
+    assert {bool(np.any(_fixture(n)[0]["lengths"] < _fixture(n)[0]["memory"].shape[1]))
+            for n in BEAM_FIXTURES} == {False, True}
+
+
+@pytest.mark.parametrize("name", BEAM_FIXTURES)
+def test_beam_search_ranks_as_tf_addons(name):
+    ours, theirs, expected = _beam_search(name, "tf_addons")
+    np.testing.assert_array_equal(_until_end(to_numpy(ours["tokens"])), _until_end(theirs))
+    np.testing.assert_allclose(to_numpy(ours["scores"]), expected["scores"],
+                               atol=BEAM_TOLERANCE)
+    np.testing.assert_allclose(to_numpy(ours["log_probs"]), expected["log_probs"],
+                               atol=BEAM_TOLERANCE)
+    np.testing.assert_array_equal(to_numpy(ours["lengths"]), expected["lengths"])
+
+
+@pytest.mark.parametrize("name", BEAM_FIXTURES)
+def test_the_default_ranking_matches_tf_addons_without_penalties_only(name):
+    ours, theirs, expected = _beam_search(name, "gnmt")
+    inputs = _fixture(name)[0]
+    same = np.array_equal(_until_end(to_numpy(ours["tokens"])), _until_end(theirs))
+    if float(inputs["alpha"]) == float(inputs["beta"]) == 0.0:
+        assert same
+        np.testing.assert_allclose(to_numpy(ours["scores"]), expected["scores"],
+                                   atol=BEAM_TOLERANCE)
+    elif name == "beam_search_a0_b0.2_full":  # where even the best sequences differ
+        assert not np.array_equal(_until_end(to_numpy(ours["tokens"]))[:, 0],
+                                  _until_end(theirs)[:, 0])
 
 
 def test_ranking_is_checked():

@@ -130,44 +130,66 @@ def wrapper_fixtures(rng):
                   {"outputs": tf.stack(outputs, 1), "alignments": tf.stack(alignments, 1)})
 
 
-def beam_search_fixture(rng, beam_width=4, vocab=9, max_length=10, batch=9):
-    """TF-Addons' `BeamSearchDecoder` with GNMT penalties, α = 0.6, β = 0.2."""
+#: The beam-search settings recorded: (α, β) ∈ {0, 0.6} × {0, 0.2}, with every
+#: source full length or some padded.
+BEAM_SETTINGS = [(alpha, beta, padded) for alpha in (0.0, 0.6) for beta in (0.0, 0.2)
+                 for padded in (False, True)]
+
+
+def beam_search_name(alpha, beta, padded):
+    return f"beam_search_a{alpha:g}_b{beta:g}_{'padded' if padded else 'full'}"
+
+
+def beam_search_fixtures(rng, beam_width=4, vocab=9, max_length=6, batch=9, end_bias=1.5):
+    """TF-Addons' `BeamSearchDecoder` with GNMT penalties, one fixture per
+    `BEAM_SETTINGS` entry, on one set of weights. `end_bias` is added to the end
+    token's logit so that beams finish at different steps within `max_length`,
+    where the rankings' rules for finished beams differ."""
     memory = rng.normal(size=(batch, MEMORY_LENGTH, MEMORY_DEPTH)).astype("float32")
-    lengths = np.full((batch,), MEMORY_LENGTH, "int32")  # TF-Addons sums log 0 at padding
+    padded_lengths = rng.integers(1, MEMORY_LENGTH, size=batch).astype("int32")
     embedding = rng.normal(scale=1.5, size=(vocab, 4)).astype("float32")
     cell = tf.keras.layers.GRUCell(8)
-    mechanism = tfa.seq2seq.BahdanauAttention(
-        6, memory=tfa.seq2seq.tile_batch(memory, beam_width),
-        memory_sequence_length=tfa.seq2seq.tile_batch(lengths, beam_width))
+    mechanism = tfa.seq2seq.BahdanauAttention(6)
     wrapper = tfa.seq2seq.AttentionWrapper(cell, mechanism, attention_layer_size=5)
     output_layer = tf.keras.layers.Dense(vocab)
-    decoder = tfa.seq2seq.BeamSearchDecoder(
-        wrapper, beam_width, output_layer=output_layer, length_penalty_weight=0.6,
-        coverage_penalty_weight=0.2, maximum_iterations=max_length)
     start = np.full((batch,), 1, "int32")
 
-    def decode():
+    def decode(alpha, beta, lengths):
+        mechanism.setup_memory(tfa.seq2seq.tile_batch(memory, beam_width),
+                               memory_sequence_length=tfa.seq2seq.tile_batch(lengths,
+                                                                             beam_width))
+        decoder = tfa.seq2seq.BeamSearchDecoder(
+            wrapper, beam_width, output_layer=output_layer, length_penalty_weight=alpha,
+            coverage_penalty_weight=beta, maximum_iterations=max_length)
         state = wrapper.get_initial_state(batch_size=batch * beam_width, dtype=tf.float32)
         return decoder(embedding, start_tokens=start, end_token=2, initial_state=state)
 
-    decode()  # creates the variables
+    full = np.full((batch,), MEMORY_LENGTH, "int32")
+    decode(0.0, 0.0, full)  # creates the variables
     for layer, scale in ((cell, 0.8), (mechanism, 0.8), (wrapper._attention_layers[0], 0.8),
                          (output_layer, 1.5)):
         _randomize(layer, rng, scale)
-    mechanism.setup_memory(tfa.seq2seq.tile_batch(memory, beam_width),
-                           memory_sequence_length=tfa.seq2seq.tile_batch(lengths, beam_width))
-    outputs, final_state, sequence_lengths = decode()
+    output_layer.bias.assign(output_layer.bias + end_bias * tf.one_hot(2, vocab))
     variables = {f"cell/{k}": v for k, v in _variables(cell).items()}
     variables.update({f"mechanism/{k}": v for k, v in _variables(mechanism).items()})
     variables["attention_layer/kernel"] = wrapper._attention_layers[0].kernel.numpy()
     variables.update({f"output/{k}": v for k, v in _variables(output_layer).items()})
-    _save("beam_search", {"memory": memory, "embedding": embedding,
-                          "beam_width": beam_width, "max_length": max_length},
-          variables,
-          {"predicted_ids": outputs.predicted_ids,  # (B, T, K), end-token padded
-           "scores": outputs.beam_search_decoder_output.scores[:, -1],  # last step's ranks
-           "log_probs": final_state.log_probs,
-           "lengths": sequence_lengths})
+    for alpha, beta, padded in BEAM_SETTINGS:
+        lengths = padded_lengths if padded else full
+        outputs, final_state, sequence_lengths = decode(alpha, beta, lengths)
+        finished_at = sequence_lengths.numpy()
+        print(f"{beam_search_name(alpha, beta, padded)}: final beams' lengths "
+              f"{np.bincount(finished_at.ravel(), minlength=max_length + 1).tolist()} "
+              f"(count by length 0..{max_length})")
+        _save(beam_search_name(alpha, beta, padded),
+              {"memory": memory, "lengths": lengths, "embedding": embedding,
+               "beam_width": beam_width, "max_length": max_length, "alpha": alpha,
+               "beta": beta},
+              variables,
+              {"predicted_ids": outputs.predicted_ids,  # (B, T, K), end-token padded
+               "scores": outputs.beam_search_decoder_output.scores[:, -1],  # last ranks
+               "log_probs": final_state.log_probs,
+               "lengths": sequence_lengths})
 
 
 def main():
@@ -175,7 +197,7 @@ def main():
     rng = np.random.default_rng(0)
     mechanism_fixtures(rng)
     wrapper_fixtures(rng)
-    beam_search_fixture(rng)
+    beam_search_fixtures(rng)
     with open(os.path.join(HERE, "VERSIONS"), "w") as f:
         f.write(f"tensorflow {tf.__version__}\ntensorflow-addons {tfa.__version__}\n")
 
