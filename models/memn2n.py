@@ -70,9 +70,10 @@ def _check_ids(name, ids, vocab_size):
 class CandidateLogits(keras.layers.Layer):
     """Keeps the logits of the candidate ids; every other id gets a large negative.
 
-    The softmax then ranges over the candidates only, so a prediction is always
-    one of the answers seen in training. Output in float32 (a stable loss under
-    mixed precision).
+    The softmax then ranges over the candidates only: every word of the vocabulary
+    but padding by default (`--answer-space vocabulary`, the authors' code), or only
+    the answers seen in training (`--answer-space seen`, where a prediction is always
+    one of them). Output in float32 (a stable loss under mixed precision).
     """
 
     def __init__(self, candidate_ids, vocab_size, **kwargs):

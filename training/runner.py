@@ -110,16 +110,25 @@ def set_seed(seed):
     if keras.backend.backend() == "tensorflow":
         keras.utils.set_random_seed(seed)
         return
-    # What set_random_seed does besides TF: the global seed that Keras's
-    # unseeded initializers and `keras.random` draw from (no public setter).
-    global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
-    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    seed_keras(seed)
     random.seed(seed)
     np.random.seed(seed)
     if keras.backend.backend() == "torch":
         import torch
 
         torch.manual_seed(seed)
+
+
+def seed_keras(seed):
+    """What `keras.utils.set_random_seed` does for Keras itself: the global seed that
+    its unseeded initializers and `keras.random` draw from, and a fresh generator.
+
+    Keras has no public setter for these but `set_random_seed`, which also imports
+    TensorFlow whenever it is installed; so this reaches the two private names it
+    sets. `tests/training/test_runner.py` fails if they move in a Keras upgrade.
+    """
+    global_state.set_global_attribute(GLOBAL_RANDOM_SEED, seed)
+    global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
 
 
 def resolve_jit(task, flag):

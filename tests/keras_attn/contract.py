@@ -1,4 +1,4 @@
-"""The layer-test contract every `keras_attn` layer passes (ARCHITECTURE.md, "Tests").
+"""The layer-test contract every `keras_attn` layer passes (docs/architecture.md, "The layer floor").
 
 `run_layer_contract` checks, for one layer configuration and one set of inputs:
 eager and symbolic calls with the expected shapes; a functional model whose

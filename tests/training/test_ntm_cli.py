@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from keras_attn.training import cli
+from keras_attn.training.tasks.ntm import inputs
 from keras_attn.training.tasks.ntm import task as ntm
 
 SMALL = ["--memory-size", "16", "--memory-width", "6", "--controller-units", "16",
@@ -71,8 +72,8 @@ def test_monitor_stops_on_a_non_finite_loss():
 
 
 def test_check_sequence_accepts_a_sequence_or_a_batch():
-    assert ntm.check_sequence(np.zeros((5, 9)), 9).shape == (1, 5, 9)
-    assert ntm.check_sequence(np.zeros((2, 5, 9)), 9).dtype == np.float32
+    assert inputs.check_sequence(np.zeros((5, 9)), 9).shape == (1, 5, 9)
+    assert inputs.check_sequence(np.zeros((2, 5, 9)), 9).dtype == np.float32
 
 
 @pytest.mark.parametrize("sequence, message", [
@@ -83,21 +84,21 @@ def test_check_sequence_accepts_a_sequence_or_a_batch():
 ])
 def test_check_sequence_refuses_bad_input(sequence, message):
     with pytest.raises(ValueError, match=message):
-        ntm.check_sequence(sequence, 9)
+        inputs.check_sequence(sequence, 9)
 
 
 def test_read_sequence_from_text_and_npy(tmp_path):
     x, _ = ntm.example(ntm.SPECS["ntm-copy"], 0, length=3)[0]
     text = tmp_path / "seq.txt"
     np.savetxt(text, x[0], fmt="%d")
-    np.testing.assert_array_equal(ntm.read_sequence(str(text), 9), x)
+    np.testing.assert_array_equal(inputs.read_sequence(str(text), 9), x)
     npy = tmp_path / "seq.npy"
     np.save(npy, x[0])
-    np.testing.assert_array_equal(ntm.read_sequence(str(npy), 9), x)
+    np.testing.assert_array_equal(inputs.read_sequence(str(npy), 9), x)
     bad = tmp_path / "bad.txt"
     bad.write_text("1 0 x\n")
     with pytest.raises(ValueError, match="cannot read a sequence"):
-        ntm.read_sequence(str(bad), 9)
+        inputs.read_sequence(str(bad), 9)
 
 
 def test_example_uses_the_given_params_and_draws_the_rest():

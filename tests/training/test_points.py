@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
+from keras_attn.training.tasks.pointer import inputs
 from keras_attn.training.tasks.pointer import points as geometry
 from keras_attn.training.tasks.pointer import task as pointer
 
@@ -106,19 +107,19 @@ def test_training_sets_mix_sizes_pad_and_repeat_from_the_seed(name):
 
 def test_points_given_to_predict_are_checked():
     with pytest.raises(ValueError, match=r"must be \(N, 2\)"):
-        pointer.check_points(np.zeros((4, 3)), 2, 100)
+        inputs.check_points(np.zeros((4, 3)), 2, 100)
     with pytest.raises(ValueError, match="is empty"):
-        pointer.check_points(np.zeros((0, 2)), 2, 100)
+        inputs.check_points(np.zeros((0, 2)), 2, 100)
     with pytest.raises(ValueError, match="supports at most 100"):
-        pointer.check_points(np.zeros((101, 2)), 2, 100)
+        inputs.check_points(np.zeros((101, 2)), 2, 100)
     with pytest.raises(ValueError, match="NaN or infinite"):
-        pointer.check_points([[0, 1], [np.inf, 0]], 2, 100)
-    assert pointer.parse_points("0.3 0.1 0.2", 1, 100).shape == (3, 1)
-    assert pointer.parse_points("0 0; 1 0; 1 1", 2, 100).shape == (3, 2)
+        inputs.check_points([[0, 1], [np.inf, 0]], 2, 100)
+    assert inputs.parse_points("0.3 0.1 0.2", 1, 100).shape == (3, 1)
+    assert inputs.parse_points("0 0; 1 0; 1 1", 2, 100).shape == (3, 2)
     with pytest.raises(ValueError, match="2 coordinate"):
-        pointer.parse_points("0 0; 1", 2, 100)
+        inputs.parse_points("0 0; 1", 2, 100)
     with pytest.raises(ValueError, match="must be numbers"):
-        pointer.parse_points("a b", 2, 100)
+        inputs.parse_points("a b", 2, 100)
 
 
 def test_nearest_neighbour_tours(rng):

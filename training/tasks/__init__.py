@@ -1,20 +1,19 @@
 """The task registry: every task's name → its `Task`.
 
 Adding a model is one folder here, whose `__init__.py` lists its tasks in
-`TASKS`, and one line in `FAMILIES`; the CLI and the runner name no task.
+`TASKS`: the folders are found at run time, and the CLI and the runner name no
+task.
 `register` adds a task from anywhere else (a plug-in, a test).
 """
 
 import importlib
+import pkgutil
 
 from keras_attn.training.task import Task
 
-FAMILIES = (
-    "keras_attn.training.tasks.translator",
-    "keras_attn.training.tasks.memn2n",
-    "keras_attn.training.tasks.pointer",
-    "keras_attn.training.tasks.ntm",
-)
+#: Every task family: each package in this folder.
+FAMILIES = tuple(f"{__name__}.{module.name}" for module in pkgutil.iter_modules(__path__)
+                 if module.ispkg)
 
 _registered = {}
 _families_loaded = []

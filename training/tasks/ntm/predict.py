@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attn.training.plotting import pyplot
-from keras_attn.training.tasks.ntm.task import example, read_sequence
+from keras_attn.training.tasks.ntm.inputs import example, read_sequence
 
 
 def _bit_rows(bits):

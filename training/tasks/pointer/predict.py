@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from keras_attn.training.plotting import pyplot
 from keras_attn.training.tasks.pointer import points as geometry
-from keras_attn.training.tasks.pointer.task import instances, parse_points, read_points
+from keras_attn.training.tasks.pointer.inputs import parse_points, read_points
 
 
 def point_to(task, version_dir, meta, args):
@@ -28,7 +28,8 @@ def point_to(task, version_dir, meta, args):
             n = args.n if args.n is not None else spec.sizes[1]
             if not 1 <= n <= supported:
                 raise ValueError(f"--n must be 1 … {supported} (the model's limit); received {n}.")
-            points = instances(spec, np.random.default_rng(args.seed), 1, n)[0][0]
+            rng = np.random.default_rng(args.seed)
+            points = geometry.uniform_points(rng, 1, n, spec.point_dim)[0]
     except ValueError as error:
         raise SystemExit(f"predict: {error}") from None
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
