@@ -6,6 +6,7 @@
     keras-attn predict MODEL_DIR [inputs]      run an export of any task [--plot FILE]
     keras-attn translate MODEL_DIR TEXT ...    another name for predict
     keras-attn serving-config                  TF Serving's models.config
+    keras-attn explore [SAVED_MODELS_DIR]      a local web page that runs the exports
     keras-attn layers                          the registered layers
 
 It names no task: every task comes from the registry (`keras_attn.training.tasks`)
@@ -150,6 +151,15 @@ def build_parser():
         sub.add_argument("rest", nargs=argparse.REMAINDER,
                          help="the inputs and flags of the export's task (predict MODEL_DIR "
                          "--help lists them)")
+    explore = commands.add_parser(
+        "explore", help="a local web page that runs the exports and draws their attention "
+        "(pip install 'keras-attn[explore]')")
+    explore.add_argument("saved_models", nargs="?", default=runner.EXPORT_ROOT,
+                         metavar="SAVED_MODELS_DIR", help="the export root")
+    explore.add_argument("--host", default="127.0.0.1",
+                         help="the address to listen on (another than 127.0.0.1 opens the "
+                         "page to the network)")
+    explore.add_argument("--port", type=int, default=8000)
     config = commands.add_parser("serving-config", help="write OUTPUT_DIR/models.config")
     config.add_argument("--output-dir", default=runner.EXPORT_ROOT, help="the export root")
     config.add_argument(
@@ -254,6 +264,13 @@ def main(argv=None, may_restart=False):
         return 0
     if args.command in ("predict", "translate"):
         predict(args, parser, args.command)
+        return 0
+    if args.command == "explore":
+        from keras_attn.training.explore import serve
+
+        if not os.path.isdir(args.saved_models):
+            parser.error(f"argument SAVED_MODELS_DIR: no such folder: {args.saved_models!r}")
+        serve(args.saved_models, args.host, args.port)
         return 0
     if args.command == "serving-config":
         from keras_attn.training.export import write_serving_config

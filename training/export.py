@@ -30,6 +30,17 @@ from keras_attn.training.text import (
     UNK_ID,
 )
 
+_loaded = {}
+
+
+def loaded_signature(version_dir, name="serving_default"):
+    """`tf.saved_model.load(version_dir).signatures[name]`, loaded once per process
+    (a load takes seconds; the explore page answers each request from this)."""
+    key = os.path.realpath(version_dir)
+    if key not in _loaded:
+        _loaded[key] = tf.saved_model.load(version_dir)
+    return _loaded[key].signatures[name]
+
 
 def next_version(model_root):
     """1 + the largest numeric version folder under `model_root` (1 if none)."""

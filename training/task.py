@@ -175,3 +175,22 @@ class Task(abc.ABC):
         """Refuses inputs the export cannot take, before TensorFlow loads it."""
         return None  # optional: nothing by default
 
+    # -- the explore page (`keras-attn explore`) --------------------------------------
+    def explore_form(self, meta: RunMeta, extra_dir: str) -> list:
+        """The inputs the page offers for this task's exports: dicts with `name`,
+        `label`, `kind` (`text`, `textarea` or `integer`), `default` and, for an
+        integer, `min` and `max`. `extra_dir` is the export's `assets.extra/`, for a
+        default drawn from its held-out data. Empty: the page lists the export and
+        says it cannot run it."""
+        return []
+
+    def explore_example(self, meta: RunMeta, extra_dir: str, seed: int) -> dict:
+        """Random inputs for the page's "random" button, named as `explore_form`'s."""
+        return {}
+
+    def explore(self, version_dir: str, meta: RunMeta, inputs: dict) -> dict:
+        """Runs the export on the page's `inputs` (TensorFlow only): `{"answer": text,
+        "figures": [Plotly figure dicts]}`. Input the export cannot take raises
+        `ValueError` with the message the page shows."""
+        raise ValueError(f"a {self.name} export has no explore page")
+

@@ -464,6 +464,24 @@ class MemN2NTask(Task):
         """(answer tokens, their probabilities, …) of `questions`."""
         return answer(model, vocab, settings, questions)
 
+    def explore_form(self, meta, extra_dir):
+        from keras_attn.training.tasks.memn2n.explore import first_question
+
+        story, question = first_question(extra_dir)
+        return [{"name": "story", "label": "Story (a sentence a line, oldest first)",
+                 "kind": "textarea", "default": story},
+                {"name": "question", "label": "Question", "kind": "text", "default": question}]
+
+    def explore_example(self, meta, extra_dir, seed):
+        from keras_attn.training.tasks.memn2n.explore import random_question
+
+        return random_question(extra_dir, seed)
+
+    def explore(self, version_dir, meta, inputs):
+        from keras_attn.training.tasks.memn2n.explore import explore
+
+        return explore(version_dir, meta, inputs)
+
     def add_predict_arguments(self, parser):
         parser.add_argument("--story", nargs="+", help="the story's sentences, oldest first")
         parser.add_argument("--story-file", help="a file of the story's sentences, one a line")

@@ -391,6 +391,21 @@ class BitSequenceTask(Task):
                             help="run this sequence instead (.npy, or text: a step a line) and "
                             "print the output")
 
+    def explore_form(self, meta, extra_dir):
+        fields = [{"name": name, "label": f"{name.capitalize()} (empty: drawn as in "
+                   "training)", "kind": "integer", "default": "", "min": 1, "max": 100}
+                  for name in self.spec.example]
+        return fields + [{"name": "seed", "label": "Seed of the random bits",
+                          "kind": "integer", "default": 0, "min": 0, "max": 10**6}]
+
+    def explore_example(self, meta, extra_dir, seed):
+        return {"seed": seed}
+
+    def explore(self, version_dir, meta, inputs):
+        from keras_attn.training.tasks.ntm.explore import explore
+
+        return explore(self.spec, version_dir, meta, inputs)
+
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.ntm.predict import run_bit_sequence
 

@@ -366,6 +366,23 @@ class PointerTask(Task):
         parser.add_argument("--seed", type=non_negative_int, default=0,
                             help="the generated point set's seed")
 
+    def explore_form(self, meta, extra_dir):
+        from keras_attn.training.tasks.pointer.explore import points_text, random_points
+
+        kind = "numbers" if self.spec.point_dim == 1 else "points ('x y; x y; …')"
+        return [{"name": "points", "label": f"The {kind}", "kind": "text",
+                 "default": points_text(random_points(self.spec, meta, 0))}]
+
+    def explore_example(self, meta, extra_dir, seed):
+        from keras_attn.training.tasks.pointer.explore import points_text, random_points
+
+        return {"points": points_text(random_points(self.spec, meta, seed))}
+
+    def explore(self, version_dir, meta, inputs):
+        from keras_attn.training.tasks.pointer.explore import explore
+
+        return explore(self.spec, version_dir, meta, inputs)
+
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.pointer.predict import point_to
 

@@ -593,6 +593,28 @@ class TranslatorTask(Task):
             print(line)
         return results
 
+    def explore_form(self, meta, extra_dir):
+        from keras_attn.training.tasks.translator.explore import first_source
+
+        default = first_source(extra_dir, "3 March 1998")
+        return [{"name": "text", "label": "Text to translate", "kind": "text",
+                 "default": default}]
+
+    def explore_example(self, meta, extra_dir, seed):
+        import random
+
+        try:
+            with open(os.path.join(extra_dir, "test.tsv"), encoding="utf-8") as f:
+                sources = [line.split("\t")[0] for line in f if line.strip()]
+        except OSError:
+            sources = []
+        return {"text": random.Random(seed).choice(sources)} if sources else {}
+
+    def explore(self, version_dir, meta, inputs):
+        from keras_attn.training.tasks.translator.explore import explore
+
+        return explore(version_dir, meta, inputs)
+
     def show_samples(self, model, meta, assets, data):
         sample = data["splits"]["test"][:5]
         translations = translate_texts(model, assets["source_vocab"], assets["target_vocab"],

@@ -1,0 +1,203 @@
+"""`keras-attn explore`: a local web page that runs the exports under a folder and
+draws where each model looked.
+
+A small Starlette app (`pip install 'keras-attn[explore]'`), served by uvicorn on
+127.0.0.1 unless told otherwise. The page (`explore.html`) is static; it asks the
+JSON routes below for the exports, the inputs of one, and its answer, and draws
+the answer's figures with Plotly, whose script the app serves from the installed
+`plotly` package (nothing is fetched from the network). What a task's page offers
+and draws is the task's own (`Task.explore_form`, `explore_example`, `explore`);
+this module names no task.
+
+Routes: `GET /` the page; `GET /plotly.min.js`; `GET /api/models` the exports;
+`GET /api/models/NAME` one's inputs; `POST /api/models/NAME/example` random
+inputs; `POST /api/models/NAME/run` the answer. A model is looked up by its name
+among the exports found under the folder: no path from a request reaches the file
+system. Bad input is answered with status 400 and the export's own message;
+anything else with status 500 and one line, never a stack trace.
+"""
+
+import logging
+import os
+import threading
+from importlib import resources
+
+from keras_attn.training import runner, tasks
+from keras_attn.training.task import RunMeta
+
+log = logging.getLogger("keras_attn.explore")
+
+MAX_INPUT_CHARS = 100_000  # a request's inputs, in all
+
+
+def find_exports(root):
+    """`{name: (version_dir, meta, task)}` of the latest version of every export of
+    a known task directly under `root`."""
+    found = {}
+    if not os.path.isdir(root):
+        return found
+    for name in sorted(os.listdir(root)):
+        version_dir = runner.latest_version(os.path.join(root, name))
+        meta_path = os.path.join(version_dir or "", "assets.extra", runner.META_FILE)
+        if version_dir is None or not os.path.isfile(meta_path):
+            continue
+        try:
+            meta = RunMeta.load(meta_path)
+            task = tasks.get(meta.task)
+        except (SystemExit, ValueError, OSError, TypeError) as error:
+            log.warning("skipping %s: %s", version_dir, error)
+            continue
+        found[name] = (version_dir, meta, task)
+    return found
+
+
+def _message(error):
+    """One line for the page: the export's own message for TensorFlow's errors."""
+    text = getattr(error, "message", None) or str(error) or type(error).__name__
+    return text.strip().splitlines()[0][:500]
+
+
+def make_app(root):
+    """The Starlette app over the exports under `root` (found again on each listing,
+    so a new export shows up without a restart)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    root = os.path.abspath(root)
+    exports = {"models": find_exports(root)}
+    page = resources.files("keras_attn.training").joinpath("explore.html").read_text("utf-8")
+
+    def lookup(name):
+        if name not in exports["models"]:
+            exports["models"] = find_exports(root)
+        return exports["models"].get(name)
+
+    def not_found(name):
+        return JSONResponse({"error": f"no export named {name!r} under {root}"}, 404)
+
+    async def index(request: Request):
+        return HTMLResponse(page)
+
+    async def plotly_js(request: Request):
+        from plotly.offline import get_plotlyjs
+
+        return Response(get_plotlyjs(), media_type="application/javascript",
+                        headers={"Cache-Control": "max-age=86400"})
+
+    async def models(request: Request):
+        exports["models"] = find_exports(root)
+        return JSONResponse({"root": root, "models": [
+            {"name": name, "version": os.path.basename(version_dir), "task": meta.task,
+             "summary": task.summary, "runnable": bool(task.explore_form(
+                 meta, os.path.join(version_dir, "assets.extra")))}
+            for name, (version_dir, meta, task) in exports["models"].items()]})
+
+    def form(request: Request):
+        name = request.path_params["name"]
+        found = lookup(name)
+        if found is None:
+            return not_found(name)
+        version_dir, meta, task = found
+        return JSONResponse({"name": name, "task": meta.task, "summary": task.summary,
+                             "settings": meta.settings,
+                             "form": task.explore_form(meta, os.path.join(version_dir,
+                                                                          "assets.extra"))})
+
+    async def inputs_of(request: Request):
+        body = await request.body()
+        if len(body) > MAX_INPUT_CHARS:
+            raise ValueError(f"the inputs hold {len(body)} characters; at most "
+                             f"{MAX_INPUT_CHARS} are taken")
+        try:
+            inputs = await request.json() if body else {}
+        except ValueError:
+            raise ValueError("the request must be a JSON object of inputs") from None
+        if not isinstance(inputs, dict):
+            raise ValueError("the request must be a JSON object of inputs")
+        return inputs
+
+    async def example(request: Request):
+        name = request.path_params["name"]
+        found = lookup(name)
+        if found is None:
+            return not_found(name)
+        version_dir, meta, task = found
+        try:
+            seed = int((await inputs_of(request)).get("seed", 0))
+        except (ValueError, TypeError) as error:
+            return JSONResponse({"error": _message(error)}, 400)
+        return JSONResponse(task.explore_example(meta, os.path.join(version_dir, "assets.extra"),
+                                                 seed))
+
+    async def run(request: Request):
+        name = request.path_params["name"]
+        found = lookup(name)
+        if found is None:
+            return not_found(name)
+        version_dir, meta, task = found
+        try:
+            inputs = await inputs_of(request)
+            result = await _in_thread(task.explore, version_dir, meta, inputs)
+        except Exception as error:  # noqa: BLE001 (every failure is one line on the page)
+            if _is_input_error(error):
+                return JSONResponse({"error": _message(error)}, 400)
+            log.exception("explore: %s failed", name)
+            return JSONResponse({"error": f"internal error: {type(error).__name__}: "
+                                          f"{_message(error)}"}, 500)
+        return JSONResponse(result)
+
+    return Starlette(routes=[
+        Route("/", index),
+        Route("/plotly.min.js", plotly_js),
+        Route("/api/models", models),
+        Route("/api/models/{name}", form),
+        Route("/api/models/{name}/example", example, methods=["POST"]),
+        Route("/api/models/{name}/run", run, methods=["POST"]),
+    ])
+
+
+def _is_input_error(error):
+    """A `ValueError` of a task's input checks, or TensorFlow's refusal at the
+    signature (`InvalidArgumentError`, whose message the export wrote)."""
+    if isinstance(error, ValueError):
+        return True
+    return type(error).__name__ == "InvalidArgumentError"
+
+
+async def _in_thread(function, *args):
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(function, *args)
+
+
+def warm_up(root):
+    """Loads every export's signature in the background, so the first answer on the
+    page does not wait for a SavedModel to load."""
+    from keras_attn.training import export as export_lib
+
+    def load():
+        for version_dir, _, _ in find_exports(root).values():
+            try:
+                export_lib.loaded_signature(version_dir)
+            except Exception as error:  # noqa: BLE001 (a broken export is reported when used)
+                log.warning("could not load %s: %s", version_dir, error)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
+
+
+def serve(root, host="127.0.0.1", port=8000):
+    """Serves the page until interrupted; prints its address first."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise SystemExit("explore needs its extra: pip install 'keras-attn[explore]'") from None
+    app = make_app(root)
+    found = find_exports(root)
+    print(f"keras-attn explore: {len(found)} export(s) under {os.path.abspath(root)}; "
+          f"open http://{host}:{port}/", flush=True)
+    warm_up(root)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
