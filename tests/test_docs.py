@@ -35,7 +35,7 @@ def test_every_shown_command_parses(line):
     argv = shlex.split(line)[1:]
     args = cli.build_parser().parse_args(argv)
     assert args.command in {"train", "evaluate", "export", "predict", "translate",
-                            "serving-config", "layers"}
+                            "serving-config", "explore", "layers"}
 
 
 def test_every_api_module_has_a_page():
