@@ -94,12 +94,18 @@ def make_app(root):
                  meta, os.path.join(version_dir, "assets.extra")))}
             for name, (version_dir, meta, task) in exports["models"].items()]})
 
-    def form(request: Request):
-        name = request.path_params["name"]
-        found = lookup(name)
-        if found is None:
-            return not_found(name)
-        version_dir, meta, task = found
+    def by_name(handler):
+        """The route's handler with the export its `name` names, or 404."""
+        async def endpoint(request: Request):
+            name = request.path_params["name"]
+            found = lookup(name)
+            if found is None:
+                return not_found(name)
+            return await handler(request, name, *found)
+        return endpoint
+
+    @by_name
+    async def form(request, name, version_dir, meta, task):
         return JSONResponse({"name": name, "task": meta.task, "summary": task.summary,
                              "settings": meta.settings,
                              "form": task.explore_form(meta, os.path.join(version_dir,
@@ -118,12 +124,8 @@ def make_app(root):
             raise ValueError("the request must be a JSON object of inputs")
         return inputs
 
-    async def example(request: Request):
-        name = request.path_params["name"]
-        found = lookup(name)
-        if found is None:
-            return not_found(name)
-        version_dir, meta, task = found
+    @by_name
+    async def example(request, name, version_dir, meta, task):
         try:
             seed = int((await inputs_of(request)).get("seed", 0))
         except (ValueError, TypeError) as error:
@@ -131,12 +133,8 @@ def make_app(root):
         return JSONResponse(task.explore_example(meta, os.path.join(version_dir, "assets.extra"),
                                                  seed))
 
-    async def run(request: Request):
-        name = request.path_params["name"]
-        found = lookup(name)
-        if found is None:
-            return not_found(name)
-        version_dir, meta, task = found
+    @by_name
+    async def run(request, name, version_dir, meta, task):
         try:
             inputs = await inputs_of(request)
             result = await _in_thread(task.explore, version_dir, meta, inputs)
