@@ -18,10 +18,17 @@ training split, and every figure is on the 5,000 held-out pairs:
 They train for the same `--steps` at the same `--batch-size`, in alternation:
 each system runs `--chunk` steps (`train_on_batch`) in turn, so a machine that
 slows down slows all of them alike. The clock counts training steps only
-(tracing and compilation included, making batches not). BLEU and chrF are sacrebleu's (13a tokenisation), case-insensitive,
-against the raw English references, on each system's own detokenised output:
-greedy at `--eval-at` steps on the first `--curve-size` test pairs (the curve),
-then greedy and beam search on all of them. With `--decode-lengths`, the
+(tracing and compilation included, making batches not). Scores are against the
+raw English references, on each system's own detokenised output, as the field
+reports them: sacreBLEU's default BLEU (case-sensitive, 13a) and chrF first, the
+lower-cased BLEU beside them, the share of outputs holding `[UNK]`, and BLEU with
+both sides through the tutorial's own text processing (lower case, ASCII letters
+and `.?!,¿` only: the tutorial cannot write "I'm" or "10", so this column
+separates model quality from text processing). Greedy at `--eval-at` steps on
+the first `--curve-size` test pairs (the curve), then greedy and beam search on
+all of them; each system's padded share of its training batches' positions is
+reported beside its speed (our batches are bucketed by length, the tutorial's
+are not). With `--decode-lengths`, the
 Transformer's decoding with key/value caches is timed against decoding without
 them, per sentence, at fixed output lengths.
 
@@ -91,6 +98,7 @@ class System:
         self.name, self.model, self.translate = name, model, translate
         self.stream, self.tokens_per_batch = Stream(batches), tokens_per_batch
         self.steps, self.seconds, self.tokens, self.curve = 0, 0.0, 0, []
+        self.positions = 0  # source and target positions of the batches, padding included
 
     def train(self, count):
         """`count` steps of `train_on_batch` (the batches are made off the clock)."""
@@ -100,6 +108,7 @@ class System:
             self.model.train_on_batch(x, y, sample_weight=weights)
         self.seconds += time.perf_counter() - begin
         self.tokens += sum(self.tokens_per_batch(batch) for batch in batches)
+        self.positions += sum(x["source"].size + y.size for x, y, _ in batches)
         self.steps += count
 
 
@@ -108,9 +117,30 @@ def real_tokens(batch):
     return int(np.count_nonzero(inputs["source"]) + weights.sum())
 
 
+def text_scores(hypotheses, references):
+    """The figures of `hypotheses` against raw `references`, as the field reports
+    them: sacreBLEU's default BLEU (case-sensitive, 13a) and chrF; the lower-cased
+    BLEU; the share of outputs holding `[UNK]`; the share entirely lower-case where
+    the reference is not; and BLEU with both sides through the tutorial's text
+    processing (`nmt_tutorial.standardize`: lower case, ASCII letters and
+    `.?!,¿` only), which scores every system on the tutorial's terms."""
+    cased = [h for h, r in zip(hypotheses, references, strict=True) if r != r.lower()]
+    return {
+        "bleu": sacrebleu.corpus_bleu(hypotheses, [references], force=True).score,
+        "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        "bleu_lowercase": sacrebleu.corpus_bleu(hypotheses, [references],
+                                                lowercase=True).score,
+        "unk_share": float(np.mean(["[UNK]" in h for h in hypotheses])),
+        "lowercase_share": float(np.mean([h == h.lower() for h in cased])) if cased else 0.0,
+        # force: the tutorial's processing leaves tokenised text, scored as it is.
+        "bleu_tutorial_processing": sacrebleu.corpus_bleu(
+            [nmt_tutorial.standardize(h) for h in hypotheses],
+            [[nmt_tutorial.standardize(r) for r in references]], force=True).score,
+    }
+
+
 def bleu_chrf(hypotheses, references):
-    references = [r.lower() for r in references]
-    hypotheses = [h.lower() for h in hypotheses]
+    """The curve's figures: sacreBLEU's default (cased) BLEU and chrF."""
     # force: the tutorial's output is tokenised text by its design; it is scored as it is.
     return (sacrebleu.corpus_bleu(hypotheses, [references], force=True).score,
             sacrebleu.corpus_chrf(hypotheses, [references]).score)
@@ -248,15 +278,16 @@ def export_only(args):
         out = signature(text=tf.constant(sources[i:i + 256]))
         hypotheses += [t.decode("utf-8") for t in out["translation"].numpy()]
     seconds = time.time() - start
-    lowered = [h.lower() for h in hypotheses]
-    refs = [[r.lower() for r in references]]
-    result = {"export": version, "pairs": len(hypotheses),
-              "bleu": sacrebleu.corpus_bleu(lowered, refs).score,
-              "chrf": sacrebleu.corpus_chrf(lowered, refs).score, "seconds": seconds,
+    result = {"export": version, "pairs": len(hypotheses), "seconds": seconds,
+              **text_scores(hypotheses, references),
               "samples": [list(x) for x in zip(sources[:5], hypotheses[:5], strict=True)],
               "command": " ".join(["python", "benchmarks/translator_real.py", *sys.argv[1:]])}
-    print(f"{version}: {len(hypotheses)} test pairs through the SavedModel in {seconds:.0f} s: "
-          f"BLEU {result['bleu']:.2f}, chrF {result['chrf']:.2f}")
+    print(f"{version}: {len(hypotheses)} test pairs through the SavedModel in {seconds:.0f} s:")
+    print(f"  BLEU {result['bleu']:.2f} (sacreBLEU's default: cased, 13a), chrF "
+          f"{result['chrf']:.2f}; lower-cased BLEU {result['bleu_lowercase']:.2f}; "
+          f"[UNK] in {100 * result['unk_share']:.2f} % of outputs; all lower-case where the "
+          f"reference is not: {100 * result['lowercase_share']:.2f} %; both through the "
+          f"tutorial's text processing: BLEU {result['bleu_tutorial_processing']:.2f}")
     for source, hypothesis in result["samples"]:
         print(f"  {source!r} → {hypothesis!r}")
     return write_results(result, args.output or default_path("translator_export"))
@@ -349,8 +380,10 @@ def main(argv=None):
             begin = time.perf_counter()
             hypotheses = runner.translate(sources, width)
             label = "greedy" if width == 1 else f"beam{width}"
-            row[f"{label}_bleu"], row[f"{label}_chrf"] = bleu_chrf(hypotheses, references)
+            row.update({f"{label}_{k}": v for k, v in
+                        text_scores(hypotheses, references).items()})
             row[f"{label}_decode_seconds"] = time.perf_counter() - begin
+        row["padding_share"] = 1.0 - runner.tokens / runner.positions
         row["samples"] = [{"source": s, "reference": r, "translation": h} for s, r, h in
                           zip(sources[:5], references[:5], runner.translate(sources[:5]),
                               strict=True)]
@@ -359,16 +392,22 @@ def main(argv=None):
     tutorial = next((r for r in results if r["system"] == "tutorial"), None)
     print(f"\n{args.steps} steps at batch {args.batch_size}, {len(test)} held-out pairs "
           f"(backend {keras.backend.backend()}, {os.cpu_count()} CPUs)")
-    print(f"{'system':<12}{'params':>11}{'s/step':>8}{'vs tut.':>8}{'tok/s':>8}"
-          f"{'BLEU':>7}{'chrF':>7}{f'BLEU b{args.beam_width}':>9}{f'chrF b{args.beam_width}':>9}")
+    print("BLEU is sacreBLEU's default (cased, 13a); 'lc' lower-cased; 'tut.' both sides "
+          "through the tutorial's text processing; pad: padded share of the batches' positions")
+    print(f"{'system':<12}{'params':>11}{'s/step':>8}{'vs tut.':>8}{'tok/s':>8}{'pad':>6}"
+          f"{'BLEU':>7}{'chrF':>7}{'lc':>7}{'tut.':>7}{'[UNK]':>7}"
+          f"{f'BLEU b{args.beam_width}':>9}{'tut. b' + str(args.beam_width):>9}")
     beam = f"beam{args.beam_width}"
     for row in results:
         ratio = row["seconds_per_step"] / tutorial["seconds_per_step"] if tutorial else float("nan")
         row["seconds_per_step_vs_tutorial"] = ratio
         print(f"{row['system']:<12}{row['parameters']:>11,}{row['seconds_per_step']:>8.3f}"
-              f"{ratio:>8.2f}{row['tokens_per_second']:>8.0f}{row['greedy_bleu']:>7.2f}"
-              f"{row['greedy_chrf']:>7.2f}{row.get(beam + '_bleu', float('nan')):>9.2f}"
-              f"{row.get(beam + '_chrf', float('nan')):>9.2f}")
+              f"{ratio:>8.2f}{row['tokens_per_second']:>8.0f}{100 * row['padding_share']:>5.0f}%"
+              f"{row['greedy_bleu']:>7.2f}{row['greedy_chrf']:>7.2f}"
+              f"{row['greedy_bleu_lowercase']:>7.2f}{row['greedy_bleu_tutorial_processing']:>7.2f}"
+              f"{100 * row['greedy_unk_share']:>6.1f}%"
+              f"{row.get(beam + '_bleu', float('nan')):>9.2f}"
+              f"{row.get(beam + '_bleu_tutorial_processing', float('nan')):>9.2f}")
 
     decode = []
     lengths = [int(x) for x in args.decode_lengths.split(",") if x]

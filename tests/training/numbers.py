@@ -20,10 +20,15 @@ def words(n):
     return words(n // 1000) + " thousand" + ("" if rest == 0 else " " + words(rest))
 
 
-def write_numbers_tsv(path, count=2000, seed=0, high=10000):
+def write_numbers_tsv(path, count=2000, seed=0, high=10000, sentences=False):
+    """`count` lines `digits<TAB>words<TAB>generated`; with `sentences`, the words
+    as a sentence (`Four thousand twenty-one.`), a capital and a full stop."""
     rng = random.Random(seed)
     numbers = rng.sample(range(high), count)
     with open(path, "w", encoding="utf-8") as f:
         for n in numbers:
-            f.write(f"{n}\t{words(n)}\tgenerated\n")
+            text = words(n)
+            if sentences:
+                text = text[0].upper() + text[1:] + "."
+            f.write(f"{n}\t{text}\tgenerated\n")
     return path

@@ -2,6 +2,8 @@ import datetime
 import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from keras_attn.training.tasks.translator import dates
 from keras_attn.training.tasks.translator.parallel import (
@@ -126,3 +128,22 @@ def test_split_pairs_gives_every_split_a_source_or_says_why_not():
     assert all(len({s for s, _ in splits[k]}) == 1 for k in ("train", "validation", "test"))
     with pytest.raises(ValueError, match="2 distinct source sentence.*at least 3 are needed"):
         split_pairs([("a", "x"), ("b", "y")] * 6)
+
+
+@settings(max_examples=150, deadline=None)
+@example(text="¿Dónde está la biblioteca? Son las 10:30, ¡ya!")
+@given(text=st.text(max_size=40).filter(lambda t: "##" not in t))
+def test_subword_text_round_trips_through_tokens(text):
+    # The defaults for real text (cased subwords, spaced punctuation): what the
+    # translator writes back out reads in as the same tokens, capitals included.
+    # ("##" is WordPiece's continuation mark: a word holding it is ambiguous.)
+    from keras_attn.training.tasks.translator.parallel import normalize_text
+    from keras_attn.training.text import detokenize
+
+    preprocess = {"level": "subword", "space_punctuation": True}
+    prepared = normalize_text(text, space_punctuation=True)
+    vocab = Vocabulary.build([prepared, "other words . , ?"], "subword", max_size=200)
+    ids = vocab.encode(prepared)
+    written = detokenize(vocab.decode(ids), preprocess)
+    assert "##" not in written and ("[UNK]" in text or "[UNK]" not in written)
+    assert vocab.encode(normalize_text(written, space_punctuation=True)) == ids

@@ -128,6 +128,8 @@ def test_bad_inputs_at_the_signature(trained):
          options={"lowercase": True, "space_punctuation": True})
 @example(texts=["ab abc ##b x" + "y" * 120, "", "zzz"], level="subword",
          options={"lowercase": False, "space_punctuation": True})
+@example(texts=["¿Dónde está la biblioteca?", "Él dijo: «Hola», y se fue.", "  Tom's 10 "],
+         level="subword", options={"lowercase": False, "space_punctuation": True})  # --data's
 @given(texts=st.lists(st.text(max_size=40), min_size=1, max_size=6),
        level=st.sampled_from(["char", "word", "subword"]),
        options=st.fixed_dictionaries({"lowercase": st.booleans(), "space_punctuation": st.booleans()}))

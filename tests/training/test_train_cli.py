@@ -114,3 +114,23 @@ def test_tsv_data_trains_and_reports_bleu(tmp_path, capsys):
     assert "2000 pairs from 2001 lines; skipped 1 malformed" in out
     assert "1600 train / 200 validation / 200 test pairs" in out
     assert "BLEU" in out and "chrF" in out
+
+
+def test_text_keeps_its_case_through_the_export(tmp_path):
+    # The defaults for real text are cased subwords: the export writes sentences as
+    # the training targets do, a capital first and the full stop against the word.
+    import tensorflow as tf
+
+    from keras_attn.training import cli
+
+    data = write_numbers_tsv(tmp_path / "numbers.tsv", count=2000, sentences=True)
+    cli.main(["train", "translator", "--data", str(data), "--epochs", "8", "--batch-size", "64",
+              "--warmup-steps", "25", "--embedding-dim", "64", "--encoder-units", "64", "--decoder-units", "64",
+              "--attention-units", "64", "--work-dir", str(tmp_path / "work"),
+              "--output-dir", str(tmp_path / "saved"), "--no-tensorboard", "--quiet"])
+    serve = tf.saved_model.load(str(tmp_path / "saved" / "translator-numbers" / "1")
+                                ).signatures["serving_default"]
+    texts = [str(n) for n in range(1000, 10000, 450)]
+    out = [t.decode() for t in serve(text=tf.constant(texts))["translation"].numpy()]
+    assert all(t[:1].isupper() and t.endswith(".") and not t.endswith(" .") for t in out), out
+    assert not any("[UNK]" in t or "##" in t for t in out), out

@@ -37,7 +37,7 @@ from keras_attn.training.data.batching import BucketedBatches
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.translator.dates import date_splits
 from keras_attn.training.tasks.translator.parallel import load_parallel_tsv, split_pairs
-from keras_attn.training.text import END_ID, UNK_ID, Vocabulary, detokenize
+from keras_attn.training.text import END_ID, UNK, UNK_ID, Vocabulary, detokenize
 
 # `--model` → the model's name (its run and export folders) with the built-in data.
 MODEL_NAMES = {"rnn": "translator", "transformer": "transformer"}
@@ -55,15 +55,15 @@ PROFILES = {
     "dates": dict(
         level="char", lowercase=False, space_punctuation=False, max_vocab=None,
         attention="bahdanau", input_feeding=True, sort_window=1, max_tokens=None, epochs=3,
-        max_minutes=None,
+        max_minutes=None, patience=None,
         embedding_dim=64, encoder_units=64,
         decoder_units=128, attention_units=128, model_dim=64, feedforward_dim=256,
         num_layers=1, warmup_steps=100,
     ),
     "text": dict(
-        level="word", lowercase=True, space_punctuation=True, max_vocab=8000,
+        level="subword", lowercase=False, space_punctuation=True, max_vocab=8000,
         attention="luong-general", input_feeding=False, sort_window=50, max_tokens=50,
-        epochs=10, max_minutes=30.0,
+        epochs=100, max_minutes=30.0, patience=3,
         embedding_dim=256, encoder_units=256,
         decoder_units=256, attention_units=256, model_dim=256, feedforward_dim=1024,
         num_layers=2, warmup_steps=400,
@@ -173,6 +173,10 @@ def add_arguments(parser):
         help="stop training after this many minutes (at the end of a batch); "
         + _profile_help("max_minutes"),
     )
+    fit.add_argument(
+        "--patience", type=non_negative_int,
+        help="stop when the validation loss has not improved for this many epochs, and "
+        "keep the best epoch's weights (0: never); " + _profile_help("patience"))
     fit.add_argument(
         "--learning-rate",
         type=positive_float,
@@ -338,12 +342,24 @@ def translate_texts(model, source_vocab, target_vocab, settings, texts, beam_wid
 
 
 def score(kind, hypotheses, references):
+    """Exact match; for text, as the field reports it: sacreBLEU's default BLEU
+    (case-sensitive, 13a) and chrF, the lower-cased BLEU beside them, and the
+    share of translations holding `[UNK]`."""
     exact = float(np.mean([h == r for h, r in zip(hypotheses, references, strict=True)]))
     figures = {"exact_match": exact, "n": len(references)}
     if kind == "text":
         figures["bleu"] = sacrebleu.corpus_bleu(hypotheses, [references]).score
         figures["chrf"] = sacrebleu.corpus_chrf(hypotheses, [references]).score
+        figures["bleu_lowercase"] = sacrebleu.corpus_bleu(hypotheses, [references],
+                                                          lowercase=True).score
+        figures["unk_share"] = float(np.mean([UNK in h for h in hypotheses]))
     return figures
+
+
+def text_figures(figures):
+    """`BLEU 46.10, chrF 64.20 (lower-cased BLEU 48.30; [UNK] in 0.10 %)`."""
+    return (f"BLEU {figures['bleu']:.2f}, chrF {figures['chrf']:.2f} (lower-cased BLEU "
+            f"{figures['bleu_lowercase']:.2f}; [UNK] in {100 * figures['unk_share']:.2f} %)")
 
 
 def evaluate_run(model, source_vocab, target_vocab, settings, pairs, beam_widths=(1, 4)):
@@ -452,7 +468,7 @@ class TranslationProgress(keras.callbacks.Callback):
         self.history.append({"epoch": epoch + 1, **figures})
         line = f"epoch {epoch + 1}: validation (n={figures['n']}, greedy)"
         if "bleu" in figures:
-            line += f" BLEU {figures['bleu']:.2f}, chrF {figures['chrf']:.2f}"
+            line += " " + text_figures(figures)
         else:
             line += f" exact match {100 * figures['exact_match']:.2f} %"
         print(line)
@@ -541,13 +557,18 @@ class TranslatorTask(Task):
         callbacks = [TranslationProgress(data, run_settings(args, data))]
         if args.max_minutes:
             callbacks.append(TimeBudget(args.max_minutes * 60))
+        if args.patience:
+            callbacks.append(keras.callbacks.EarlyStopping(
+                patience=args.patience, restore_best_weights=True, verbose=1))
         return callbacks
 
     def fit_arguments(self, model, data, args):
         train, validation = data["batches"]
         print(f"training: {len(train)} batches an epoch "
               f"({100 * train.padding_fraction():.0f} % padding), at most {args.epochs} "
-              "epochs" + (f" or {args.max_minutes:g} minutes" if args.max_minutes else ""))
+              "epochs" + (f" or {args.max_minutes:g} minutes" if args.max_minutes else "")
+              + (f", or {args.patience} without a better validation loss" if args.patience
+                 else ""))
         return {"x": train, "validation_data": validation, "epochs": args.epochs}
 
     def settings(self, args, data, config):
@@ -589,7 +610,7 @@ class TranslatorTask(Task):
             line = (f"  {name:<7} exact match {100 * figures['exact_match']:.2f} % "
                     f"(n={figures['n']})")
             if "bleu" in figures:
-                line += f", BLEU {figures['bleu']:.2f}, chrF {figures['chrf']:.2f}"
+                line += ", " + text_figures(figures)
             print(line)
         return results
 
