@@ -83,3 +83,32 @@ def test_a_backup_that_cannot_be_read_is_set_aside(tmp_path, capsys):
     assert err[0].endswith("and starting over")
     aside = [n for n in os.listdir(tmp_path) if n.startswith("backup.damaged-")]
     assert len(aside) == 1 and os.listdir(tmp_path / aside[0])
+
+
+def test_translation_progress_stops_on_the_validation_figure_and_keeps_the_best(
+        monkeypatch, capsys):
+    from keras_attn.training.tasks.translator import task as translator
+
+    figures = iter([10.0, 20.0, 15.0, 14.0, 13.0, 30.0])  # BLEU after each epoch
+    monkeypatch.setattr(translator, "translate_texts", lambda *a, **k: ["x"])
+    monkeypatch.setattr(translator, "score", lambda kind, h, r: {
+        "bleu": next(figures), "chrf": 0.0, "bleu_lowercase": 0.0, "unk_share": 0.0,
+        "exact_match": 0.0, "n": 1})
+    data = {"splits": {"validation": [("a", "b")]}, "source_vocab": None, "target_vocab": None}
+    progress = translator.TranslationProgress(data, {"kind": "text", "preprocess": {}},
+                                              patience=3)
+
+    class Mark(keras.callbacks.Callback):  # each epoch's weights: the epoch's number
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.set_weights([np.full_like(w, epoch + 1) for w in
+                                    self.model.get_weights()])
+
+    model = _model()
+    model.fit(np.ones((4, 3)), np.ones((4, 1)), epochs=6, verbose=0,
+              callbacks=[Mark(), progress])
+    assert [h["epoch"] for h in progress.history] == [1, 2, 3, 4, 5]  # stopped after 5
+    assert progress.best_epoch == 2
+    assert all(np.all(w == 2) for w in model.get_weights())  # epoch 2's weights kept
+    out = capsys.readouterr().out
+    assert "no better validation figure for 3 epochs: stopping" in out
+    assert "keeping epoch 2's weights" in out

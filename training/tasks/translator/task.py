@@ -175,8 +175,9 @@ def add_arguments(parser):
     )
     fit.add_argument(
         "--patience", type=non_negative_int,
-        help="stop when the validation loss has not improved for this many epochs, and "
-        "keep the best epoch's weights (0: never); " + _profile_help("patience"))
+        help="stop when the validation BLEU (exact match for the dates) has not improved "
+        "for this many epochs, and keep the best epoch's weights (0: never); "
+        + _profile_help("patience"))
     fit.add_argument(
         "--learning-rate",
         type=positive_float,
@@ -442,19 +443,29 @@ def build_model(args, data):
 
 
 class TranslationProgress(keras.callbacks.Callback):
-    """Prints held-out figures and sample translations at the end of every epoch.
+    """Prints held-out figures and sample translations at the end of every epoch,
+    and with `patience` stops when they have not improved for that many epochs.
+
+    The figure is the validation BLEU for text (exact match for the dates), as NMT
+    toolkits stop on it: the validation loss bottoms out epochs before the BLEU
+    does (on 8,000 Spanish–English pairs its lowest was at epoch 7, validation BLEU
+    14.50, while the BLEU rose to 16.79 by epoch 9). When training ends, the best
+    epoch's weights are kept.
 
     Args:
         data: `load_data`'s dict (its validation split is translated).
         settings: the run's `RunMeta.settings`.
         limit: translate at most this many validation pairs.
         samples: how many translations to print.
+        patience: epochs without a better figure before stopping (`None`: never).
     """
 
-    def __init__(self, data, settings, limit=500, samples=3):
+    def __init__(self, data, settings, limit=500, samples=3, patience=None):
         super().__init__()
         self.data, self.settings, self.limit, self.samples = data, settings, limit, samples
+        self.patience = patience
         self.history = []
+        self.best = self.best_epoch = self.best_weights = None
 
     def on_epoch_end(self, epoch, logs=None):
         pairs = self.data["splits"]["validation"][: self.limit]
@@ -474,7 +485,20 @@ class TranslationProgress(keras.callbacks.Callback):
         print(line)
         for source, hyp, ref in list(zip(sources, hyps, references, strict=True))[: self.samples]:
             print(f"  {source!r} → {hyp!r} (reference {ref!r})")
+        figure = figures.get("bleu", figures["exact_match"])
+        if self.best is None or figure > self.best:
+            self.best, self.best_epoch = figure, epoch + 1
+            if self.patience:
+                self.best_weights = self.model.get_weights()
+        elif self.patience and epoch + 1 - self.best_epoch >= self.patience:
+            print(f"no better validation figure for {self.patience} epochs: stopping")
+            self.model.stop_training = True
 
+    def on_train_end(self, logs=None):
+        last = self.history[-1]["epoch"] if self.history else None
+        if self.best_weights is not None and last != self.best_epoch:
+            print(f"keeping epoch {self.best_epoch}'s weights (the best validation figure)")
+            self.model.set_weights(self.best_weights)
 
 
 def run_settings(args, data):
@@ -554,12 +578,10 @@ class TranslatorTask(Task):
         )
 
     def callbacks(self, model, data, args):
-        callbacks = [TranslationProgress(data, run_settings(args, data))]
+        callbacks = [TranslationProgress(data, run_settings(args, data),
+                                         patience=args.patience or None)]
         if args.max_minutes:
             callbacks.append(TimeBudget(args.max_minutes * 60))
-        if args.patience:
-            callbacks.append(keras.callbacks.EarlyStopping(
-                patience=args.patience, restore_best_weights=True, verbose=1))
         return callbacks
 
     def fit_arguments(self, model, data, args):
@@ -567,7 +589,7 @@ class TranslatorTask(Task):
         print(f"training: {len(train)} batches an epoch "
               f"({100 * train.padding_fraction():.0f} % padding), at most {args.epochs} "
               "epochs" + (f" or {args.max_minutes:g} minutes" if args.max_minutes else "")
-              + (f", or {args.patience} without a better validation loss" if args.patience
+              + (f", or {args.patience} without a better validation figure" if args.patience
                  else ""))
         return {"x": train, "validation_data": validation, "epochs": args.epochs}
 
