@@ -88,7 +88,7 @@ def test_check_sequence_refuses_bad_input(sequence, message):
 
 
 def test_read_sequence_from_text_and_npy(tmp_path):
-    x, _ = ntm.example(ntm.SPECS["ntm-copy"], 0, length=3)[0]
+    x, _ = inputs.example(ntm.SPECS["ntm-copy"], 0, length=3)[0]
     text = tmp_path / "seq.txt"
     np.savetxt(text, x[0], fmt="%d")
     np.testing.assert_array_equal(inputs.read_sequence(str(text), 9), x)
@@ -102,8 +102,8 @@ def test_read_sequence_from_text_and_npy(tmp_path):
 
 
 def test_example_uses_the_given_params_and_draws_the_rest():
-    (x, y), params = ntm.example(ntm.SPECS["ntm-repeat-copy"], 5, length=4)
+    (x, y), params = inputs.example(ntm.SPECS["ntm-repeat-copy"], 5, length=4)
     assert params["length"] == 4 and 1 <= params["repeats"] <= 10
     assert x.shape[1] == 4 + 2 + 4 * params["repeats"] + 1
     with pytest.raises(ValueError, match="`items` must be an integer ≥ 2"):
-        ntm.example(ntm.SPECS["ntm-associative-recall"], 0, items=1)
+        inputs.example(ntm.SPECS["ntm-associative-recall"], 0, items=1)
