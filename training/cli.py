@@ -35,6 +35,7 @@ import keras  # noqa: E402  (after TensorFlow's log level)
 
 import keras_attn  # noqa: E402
 from keras_attn.training import runner, tasks  # noqa: E402
+from keras_attn.training.arguments import port  # noqa: E402
 from keras_attn.training.plotting import require_matplotlib  # noqa: E402
 from keras_attn.training.task import RunMeta  # noqa: E402
 
@@ -159,7 +160,7 @@ def build_parser():
     explore.add_argument("--host", default="127.0.0.1",
                          help="the address to listen on (another than 127.0.0.1 opens the "
                          "page to the network)")
-    explore.add_argument("--port", type=int, default=8000)
+    explore.add_argument("--port", type=port, default=8000)
     config = commands.add_parser("serving-config", help="write OUTPUT_DIR/models.config")
     config.add_argument("--output-dir", default=runner.EXPORT_ROOT, help="the export root")
     config.add_argument(
