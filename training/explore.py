@@ -57,16 +57,17 @@ def _message(error):
     return text.strip().splitlines()[0][:500]
 
 
-def make_app(root):
-    """The Starlette app over the exports under `root` (found again on each listing,
-    so a new export shows up without a restart)."""
+def make_app(root, found=None):
+    """The Starlette app over the exports under `root` (`found`: `find_exports(root)`
+    if already known; found again on each listing, so a new export shows up without
+    a restart)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
     root = os.path.abspath(root)
-    exports = {"models": find_exports(root)}
+    exports = {"models": find_exports(root) if found is None else found}
     page = resources.files("keras_attn.training").joinpath("explore.html").read_text("utf-8")
 
     def lookup(name):
@@ -80,10 +81,14 @@ def make_app(root):
     async def index(request: Request):
         return HTMLResponse(page)
 
-    async def plotly_js(request: Request):
-        from plotly.offline import get_plotlyjs
+    script = {}
 
-        return Response(get_plotlyjs(), media_type="application/javascript",
+    async def plotly_js(request: Request):
+        if "js" not in script:  # 3.5 MB: read from the package once
+            from plotly.offline import get_plotlyjs
+
+            script["js"] = get_plotlyjs()
+        return Response(script["js"], media_type="application/javascript",
                         headers={"Cache-Control": "max-age=86400"})
 
     async def models(request: Request):
@@ -170,13 +175,15 @@ async def _in_thread(function, *args):
     return await run_in_threadpool(function, *args)
 
 
-def warm_up(root):
+def warm_up(root, found=None):
     """Loads every export's signature in the background, so the first answer on the
     page does not wait for a SavedModel to load."""
     from keras_attn.training import export as export_lib
 
+    found = find_exports(root) if found is None else found
+
     def load():
-        for version_dir, _, _ in find_exports(root).values():
+        for version_dir, _, _ in found.values():
             try:
                 export_lib.loaded_signature(version_dir)
             except Exception as error:  # noqa: BLE001 (a broken export is reported when used)
@@ -193,9 +200,9 @@ def serve(root, host="127.0.0.1", port=8000):
         import uvicorn
     except ImportError:
         raise SystemExit("explore needs its extra: pip install 'keras-attn[explore]'") from None
-    app = make_app(root)
     found = find_exports(root)
+    app = make_app(root, found)
     print(f"keras-attn explore: {len(found)} export(s) under {os.path.abspath(root)}; "
           f"open http://{host}:{port}/", flush=True)
-    warm_up(root)
+    warm_up(root, found)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -10,31 +10,21 @@ from keras_attn.training import charts
 from keras_attn.training.export import loaded_signature
 from keras_attn.training.tasks.memn2n import babi
 
-
-def first_question(extra_dir):
-    """`(story, question)` of the run's first held-out question, for the form."""
-    try:
-        files = babi.find_task_files(os.path.join(extra_dir, "test"), split="test")
-        for entry in files.values():
-            questions = babi.load_babi_file(entry["test"])
-            if questions:
-                return "\n".join(questions[0].story), questions[0].question
-    except (OSError, ValueError):
-        pass
-    return "Mary went to the kitchen.\nJohn moved to the garden.", "Where is Mary?"
+EXAMPLE = {"story": "Mary went to the kitchen.\nJohn moved to the garden.",
+           "question": "Where is Mary?"}
 
 
-def random_question(extra_dir, seed):
-    """A random held-out question of the run, for the "random" button."""
+def held_out_question(extra_dir, index=0):
+    """`{"story", "question"}` of one of the run's held-out questions (`index`
+    wraps around), for the form's default and its "random" button."""
     try:
         files = babi.find_task_files(os.path.join(extra_dir, "test"), split="test")
         questions = [q for entry in files.values() for q in babi.load_babi_file(entry["test"])]
     except (OSError, ValueError):
         questions = []
     if not questions:
-        story, question = first_question(extra_dir)
-        return {"story": story, "question": question}
-    q = questions[seed % len(questions)]
+        return dict(EXAMPLE)
+    q = questions[index % len(questions)]
     return {"story": "\n".join(q.story), "question": q.question}
 
 

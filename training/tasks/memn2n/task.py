@@ -465,17 +465,18 @@ class MemN2NTask(Task):
         return answer(model, vocab, settings, questions)
 
     def explore_form(self, meta, extra_dir):
-        from keras_attn.training.tasks.memn2n.explore import first_question
+        from keras_attn.training.tasks.memn2n.explore import held_out_question
 
-        story, question = first_question(extra_dir)
+        default = held_out_question(extra_dir)
         return [{"name": "story", "label": "Story (a sentence a line, oldest first)",
-                 "kind": "textarea", "default": story},
-                {"name": "question", "label": "Question", "kind": "text", "default": question}]
+                 "kind": "textarea", "default": default["story"]},
+                {"name": "question", "label": "Question", "kind": "text",
+                 "default": default["question"]}]
 
     def explore_example(self, meta, extra_dir, seed):
-        from keras_attn.training.tasks.memn2n.explore import random_question
+        from keras_attn.training.tasks.memn2n.explore import held_out_question
 
-        return random_question(extra_dir, seed)
+        return held_out_question(extra_dir, seed)
 
     def explore(self, version_dir, meta, inputs):
         from keras_attn.training.tasks.memn2n.explore import explore

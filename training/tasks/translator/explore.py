@@ -7,29 +7,30 @@ import tensorflow as tf
 
 from keras_attn.training import charts
 from keras_attn.training.export import loaded_signature
-from keras_attn.training.text import END, Vocabulary, normalize_spacing
+from keras_attn.training.tasks.translator.parallel import normalize_text
+from keras_attn.training.text import END, Vocabulary
 
 
 def _prepared(text, preprocess):
     """The text as training (and the export's graph) prepares it for cutting."""
-    if preprocess.get("lowercase"):
-        text = text.lower()
     if preprocess.get("collapse_whitespace"):
-        text = normalize_spacing(text, preprocess.get("space_punctuation", False))
-    return text
+        return normalize_text(text, None, preprocess.get("lowercase", False),
+                              preprocess.get("space_punctuation", False))
+    return text.lower() if preprocess.get("lowercase") else text
 
 
 def _tokens(vocab, text, limit=None):
     return [vocab.tokens[i] for i in vocab.encode(text, limit)]
 
 
-def first_source(extra_dir, default=""):
-    """The first source sentence of the run's held-out split, for the form."""
+def held_out_sources(extra_dir):
+    """The source sentences of the run's held-out split (`assets.extra/test.tsv`),
+    for the form's default and its "random" button."""
     try:
         with open(os.path.join(extra_dir, "test.tsv"), encoding="utf-8") as f:
-            return f.readline().split("\t")[0].strip() or default
+            return [line.split("\t")[0].strip() for line in f if line.strip()]
     except OSError:
-        return default
+        return []
 
 
 def explore(version_dir, meta, inputs):

@@ -654,21 +654,17 @@ class TranslatorTask(Task):
         return results
 
     def explore_form(self, meta, extra_dir):
-        from keras_attn.training.tasks.translator.explore import first_source
+        from keras_attn.training.tasks.translator.explore import held_out_sources
 
-        default = first_source(extra_dir, "3 March 1998")
+        sources = held_out_sources(extra_dir)
         return [{"name": "text", "label": "Text to translate", "kind": "text",
-                 "default": default}]
+                 "default": sources[0] if sources else "3 March 1998"}]
 
     def explore_example(self, meta, extra_dir, seed):
-        import random
+        from keras_attn.training.tasks.translator.explore import held_out_sources
 
-        try:
-            with open(os.path.join(extra_dir, "test.tsv"), encoding="utf-8") as f:
-                sources = [line.split("\t")[0] for line in f if line.strip()]
-        except OSError:
-            sources = []
-        return {"text": random.Random(seed).choice(sources)} if sources else {}
+        sources = held_out_sources(extra_dir)
+        return {"text": sources[seed % len(sources)]} if sources else {}
 
     def explore(self, version_dir, meta, inputs):
         from keras_attn.training.tasks.translator.explore import explore
