@@ -121,7 +121,7 @@ def one_run(job):
     return {
         "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
         "backend": keras.backend.backend(),
-        "linear_start_epochs": task.schedule.softmax_epoch,
+        "linear_start_epochs": data["schedule"].softmax_epoch,
         "train_accuracy": float(record["records"]["history"]["accuracy"][-1]),
         "validation": validation, "test": test,
     }

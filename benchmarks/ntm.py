@@ -5,6 +5,9 @@ and the differentiable neural computer on copy and repeat copy (`--model dnc`).
                              [--seeds 10] [--test-sequences 10000] [--workers 2]
     python benchmarks/ntm.py --model dnc      # dnc-copy, dnc-repeat-copy
 
+Any other flag is a `keras-attn train ntm-<task>` flag for the seed-0 run of every task
+given (`--tasks priority-sort --curriculum 0`, say).
+
 Every run trains with the task's CLI defaults (`keras-attn train ntm-<task>`:
 LSTM controller of 100, memory 128 × 20, RMSprop 3e-4 with momentum 0.9, clip
 norm 10, batch 8, validation every 1,000 sequences; `dnc-<task>` the same but a
@@ -76,14 +79,12 @@ def one_run(job):
     args = task_args(name, ["--seed", str(job["seed"]), *mixed, *job["flags"]])
     bit_task = tasks.get(name)
     _, _, model, record = runner.fit_in_process(bit_task, args)
-    monitor, seconds = bit_task.monitor, record["seconds"]
-    curve = monitor.curve
-    result = {"task": job["task"], "seed": job["seed"], "seconds": round(seconds, 1),
-              "sequences": curve[-1]["sequences"] if curve else 0,
-              "converged_at": monitor.converged_at, "nonfinite": monitor.diverged,
-              "curve": curve, "flags": job["flags"]}
+    curve = record["records"]["curve"]
+    result = {"task": job["task"], "seed": job["seed"], "seconds": round(record["seconds"], 1),
+              "sequences": record["sequences"], "converged_at": record["converged_at"],
+              "nonfinite": record["diverged"], "curve": curve, "flags": job["flags"]}
     final = curve[-1]["validation_bit_errors"] if curve else float("nan")
-    result["diverged"] = bool(monitor.diverged or (monitor.converged_at and final > 1.0))
+    result["diverged"] = bool(record["diverged"] or (record["converged_at"] and final > 1.0))
     if job.get("test_sequences"):
         result["test"] = ntm.figures(model, ntm.SPECS[name], job["seed"], job["test_sequences"])
     return result
@@ -119,7 +120,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sequences", type=int, help="override every task's budget (quick checks)")
     parser.add_argument("--output", help="JSON path (default benchmarks/results/MODEL.json)")
-    args = parser.parse_args()
+    args, task_flags = parser.parse_known_args()
 
     from results_io import default_path, worker_backend, worker_pool, write_results
 
@@ -130,7 +131,7 @@ def main():
         raise SystemExit(f"--tasks: unknown {unknown} for {args.model}; expected some of {known}")
     backend = worker_backend()
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
-    jobs = [{"task": t, "seed": 0, "flags": budget,
+    jobs = [{"task": t, "seed": 0, "flags": budget + task_flags,
              "test_sequences": args.test_sequences} for t in tasks]
     if "copy" in tasks:
         stability = ["--patience", "0", "--sequences",
@@ -160,6 +161,7 @@ def main():
     wall = time.time() - start
 
     result = {"model": args.model, "backend": backend, "workers": args.workers,
+              "task_flags": task_flags,
               "wall_seconds": round(wall, 1),
               "command": " ".join(["python", "benchmarks/ntm.py", *sys.argv[1:]]), "tasks": {}}
     for task in tasks:
@@ -171,6 +173,10 @@ def main():
         from keras_attn.training.tasks.ntm.task import print_figures
 
         print_figures(main_run["test"])
+        reached = main_run["converged_at"]
+        print(f"  converged (validation bit errors < 0.1) after {reached['sequences']} "
+              "sequences" if reached else "  not converged in the budget; last validation bit "
+              f"errors {main_run['curve'][-1]['validation_bit_errors']:.3f}")
         print(f"  anchor: {PAPER[f'{args.model}-{task}']}")
         result["tasks"][task] = main_run
     if "copy" in tasks:

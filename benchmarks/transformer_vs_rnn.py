@@ -40,7 +40,8 @@ from results_io import default_path, write_results  # noqa: E402
 
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
-from keras_attn.training.tasks.translator import task  # noqa: E402
+from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
+from keras_attn.training.tasks.translator import decoding, flags, modeling
 
 
 class QualityClock(keras.callbacks.Callback):
@@ -94,19 +95,19 @@ def run_model(model_name, data, args, seed):
     task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
                                    str(args.epochs), "--batch-size", str(args.batch_size),
                                    *extra])
-    task.resolve_defaults(task_args)
+    flags.resolve_defaults(task_args)
     keras.utils.set_random_seed(seed)
-    config, model = task.build_model(task_args, data)
-    initialize_output_bias(model, task.target_token_counts(data))
-    batches, _ = task.datasets(data, args.batch_size, seed, task_args.sort_window)
-    compile_translator(model, learning_rate=task.learning_rate(task_args, len(batches)),
+    config, model = modeling.build_model(task_args, data)
+    initialize_output_bias(model, tdata.target_token_counts(data))
+    batches, _ = tdata.datasets(data, args.batch_size, seed, task_args.sort_window)
+    compile_translator(model, learning_rate=modeling.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
     held_out = data["splits"]["test"][: args.eval_size]
     sources, references = [s for s, _ in held_out], [t for _, t in held_out]
-    meta = task.run_settings(task_args, data)
+    meta = modeling.run_settings(task_args, data)
 
     def evaluate(model):
-        hypotheses = task.translate_texts(
+        hypotheses = decoding.translate_texts(
             model, data["source_vocab"], data["target_vocab"], meta, sources
         )
         return float(np.mean([h == r for h, r in zip(hypotheses, references, strict=True)]))
@@ -120,7 +121,7 @@ def run_model(model_name, data, args, seed):
         "model": model_name,
         "seed": seed,
         "parameters": parameters,
-        "learning_rate": task_args.learning_rate or task.DEFAULT_LEARNING_RATE,
+        "learning_rate": task_args.learning_rate or flags.DEFAULT_LEARNING_RATE,
         "flags": extra,
         "schedule": task_args.schedule if model_name == "transformer" else "constant",
         "jit_compile": bool(model.jit_compile),
@@ -154,9 +155,9 @@ def main(argv=None):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1; received {getattr(args, name)}")
     models = args.models.split(",")
-    unknown = sorted(set(models) - set(task.MODEL_NAMES))
+    unknown = sorted(set(models) - set(flags.MODEL_NAMES))
     if unknown:
-        parser.error(f"--models: unknown {unknown}; expected names from {sorted(task.MODEL_NAMES)}")
+        parser.error(f"--models: unknown {unknown}; expected names from {sorted(flags.MODEL_NAMES)}")
     try:
         seeds = [int(x) for x in args.seeds.split(",")]
     except ValueError:
@@ -167,8 +168,8 @@ def main(argv=None):
             ["train", "translator", "--train-size", str(args.train_size),
              "--test-size", str(args.eval_size), "--seed", str(seed)]
         )
-        task.resolve_defaults(data_args)
-        data = task.load_data(data_args)
+        flags.resolve_defaults(data_args)
+        data = tdata.load_data(data_args)
         runs += [run_model(name, data, args, seed) for name in models]
 
     print(f"\nexact match on {args.eval_size} held-out dates, by training seconds "

@@ -60,7 +60,9 @@ from keras_attn import decoding  # noqa: E402
 from keras_attn.models.transformer import TransformerConfig, build_transformer  # noqa: E402
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
-from keras_attn.training.tasks.translator import task  # noqa: E402
+from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
+from keras_attn.training.tasks.translator import flags, modeling  # noqa: E402
+from keras_attn.training.tasks.translator.decoding import translate_texts  # noqa: E402
 from keras_attn.training.tasks.translator.parallel import normalize_text  # noqa: E402
 
 SYSTEMS = ("tutorial", "rnn", "transformer")
@@ -174,20 +176,20 @@ def tutorial_system(train_pairs, batch_size, seed):
 
 def our_system(name, data, task_args, steps, seed):
     keras.utils.set_random_seed(seed)
-    config, model = task.build_model(task_args, data)
-    initialize_output_bias(model, task.target_token_counts(data))
-    batches, _ = task.datasets(data, task_args.batch_size, seed, task_args.sort_window)
+    config, model = modeling.build_model(task_args, data)
+    initialize_output_bias(model, tdata.target_token_counts(data))
+    batches, _ = tdata.datasets(data, task_args.batch_size, seed, task_args.sort_window)
     task_args.epochs = -(-steps // len(batches))  # what a cosine schedule would span
-    compile_translator(model, learning_rate=task.learning_rate(task_args, len(batches)),
+    compile_translator(model, learning_rate=modeling.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
-    meta = task.run_settings(task_args, data)
+    meta = modeling.run_settings(task_args, data)
     preprocess = data["preprocess"]
 
     def translate(texts, beam_width=1):
         prepared = [normalize_text(t, lowercase=preprocess["lowercase"],
                                    space_punctuation=preprocess["space_punctuation"])
                     for t in texts]
-        return task.translate_texts(model, data["source_vocab"], data["target_vocab"], meta,
+        return translate_texts(model, data["source_vocab"], data["target_vocab"], meta,
                                     prepared, beam_width)
 
     return System(name, model, batches, translate, real_tokens)
@@ -338,8 +340,8 @@ def main(argv=None):
             for name in ("rnn", "transformer")
         }
         for a in task_args.values():
-            task.resolve_defaults(a)
-        data = task.load_data(task_args["rnn"])
+            flags.resolve_defaults(a)
+        data = tdata.load_data(task_args["rnn"])
     train_pairs = data["splits"]["train"]
     print(f"{len(train_pairs)} training pairs, {len(test)} test pairs; backend "
           f"{keras.backend.backend()}, {os.cpu_count()} CPUs", flush=True)

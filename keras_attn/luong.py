@@ -4,9 +4,8 @@ import keras
 
 from keras_attn import _validation
 from keras_attn.attention import Attention
+from keras_attn.choices import LUONG_SCORES
 from keras_attn.scores import BilinearScore, ConcatScore, DotScore
-
-_LUONG_SCORES = ("dot", "general", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_attn")
@@ -44,9 +43,9 @@ class LuongAttention(Attention):
 
     def __init__(self, score="dot", scale=False, units=None, dropout=0.0, **kwargs):
         kwargs.pop("use_scale", None)
-        if score not in _LUONG_SCORES:
+        if score not in LUONG_SCORES:
             raise ValueError(
-                f"`score` must be one of {_LUONG_SCORES}; received {score!r}."
+                f"`score` must be one of {LUONG_SCORES}; received {score!r}."
             )
         units = _validation.check_integer("units", units, allow_none=True)
         dtype = kwargs.get("dtype")

@@ -6,10 +6,10 @@ from keras import ops
 from keras_attn import _validation
 from keras_attn import ops as attn_ops
 from keras_attn.attention import Attention
+from keras_attn.choices import MONOTONIC_SCORES
 from keras_attn.scores import AdditiveScore, BilinearScore, DotScore
 
 MODES = ("parallel", "recursive", "hard")
-_SCORES = ("additive", "dot", "general")
 _TINY = 1e-10
 
 
@@ -145,8 +145,8 @@ class MonotonicAttention(Attention):
             )
         if kwargs.pop("dropout", 0.0):
             raise ValueError("`dropout` does not apply to monotonic attention's alignment.")
-        if score not in _SCORES:
-            raise ValueError(f"`score` must be one of {_SCORES}; received {score!r}.")
+        if score not in MONOTONIC_SCORES:
+            raise ValueError(f"`score` must be one of {MONOTONIC_SCORES}; received {score!r}.")
         if mode not in MODES:
             raise ValueError(f"`mode` must be one of {MODES}; received {mode!r}.")
         units = _validation.check_integer("units", units, allow_none=True)

@@ -14,12 +14,11 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation, decoding
+from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.config import check_integer_fields
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
-ATTENTIONS = ("bahdanau", "luong-dot", "luong-general", "luong-concat", "bahdanau-monotonic")
-RNNS = ("gru", "lstm")
 
 
 @dataclasses.dataclass
@@ -45,12 +44,12 @@ class TranslatorConfig:
         self.dropout = _validation.check_number(
             "dropout", self.dropout, low_inclusive=True, high=1.0
         )
-        if self.attention not in ATTENTIONS:
+        if self.attention not in TRANSLATOR_ATTENTIONS:
             raise ValueError(
-                f"`attention` must be one of {ATTENTIONS}; received {self.attention!r}."
+                f"`attention` must be one of {TRANSLATOR_ATTENTIONS}; received {self.attention!r}."
             )
-        if self.rnn not in RNNS:
-            raise ValueError(f"`rnn` must be one of {RNNS}; received {self.rnn!r}.")
+        if self.rnn not in RNN_CELLS:
+            raise ValueError(f"`rnn` must be one of {RNN_CELLS}; received {self.rnn!r}.")
         if self.attention == "luong-dot" and self.decoder_units != 2 * self.encoder_units:
             raise ValueError(
                 "`luong-dot` scores h_tᵀ h̄_s, so `decoder_units` must equal 2 × "

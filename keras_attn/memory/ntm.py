@@ -14,11 +14,10 @@ import keras
 from keras import ops
 
 from keras_attn import _validation
+from keras_attn.choices import NTM_CONTROLLERS, NTM_MEMORY_INITS
 from keras_attn.memory import addressing
 
 _PACKAGE = "keras_attn"
-CONTROLLERS = ("lstm", "feedforward")
-MEMORY_INITS = ("constant", "learned", "random")
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -83,11 +82,13 @@ class NTMCell(keras.layers.Layer):
         write_heads = _validation.check_integer("write_heads", write_heads, least=0)
         controller_units = _validation.check_integer("controller_units", controller_units)
         shift_range = _validation.check_integer("shift_range", shift_range, least=0)
-        if controller not in CONTROLLERS:
-            raise ValueError(f"`controller` must be one of {CONTROLLERS}; received {controller!r}.")
-        if memory_init not in MEMORY_INITS:
+        if controller not in NTM_CONTROLLERS:
             raise ValueError(
-                f"`memory_init` must be one of {MEMORY_INITS}; received {memory_init!r}."
+                f"`controller` must be one of {NTM_CONTROLLERS}; received {controller!r}."
+            )
+        if memory_init not in NTM_MEMORY_INITS:
+            raise ValueError(
+                f"`memory_init` must be one of {NTM_MEMORY_INITS}; received {memory_init!r}."
             )
         if 2 * shift_range + 1 > memory_size:
             raise ValueError(

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.models import translator as T
 from tests.keras_attn.contract import to_numpy
 from tests.models import seq2seq
@@ -12,8 +13,8 @@ def _small_config(**overrides):
     return T.TranslatorConfig(20, 12, 7, 6, **{**sizes, **overrides})
 
 
-@pytest.mark.parametrize("attention", T.ATTENTIONS)
-@pytest.mark.parametrize("rnn", T.RNNS)
+@pytest.mark.parametrize("attention", TRANSLATOR_ATTENTIONS)
+@pytest.mark.parametrize("rnn", RNN_CELLS)
 def test_fit_step_and_generate(rng, attention, rnn):
     model = T.compile_translator(
         T.build_translator(_small_config(attention=attention, rnn=rnn)), jit_compile=False
@@ -95,8 +96,9 @@ def test_output_bias_starts_at_the_target_log_frequencies(build):
         T.initialize_output_bias(model, -np.ones(12))
 
 
-@pytest.mark.parametrize("attention", [a for a in T.ATTENTIONS if a != "bahdanau-monotonic"])
-@pytest.mark.parametrize("rnn", T.RNNS)
+@pytest.mark.parametrize("attention",
+                         [a for a in TRANSLATOR_ATTENTIONS if a != "bahdanau-monotonic"])
+@pytest.mark.parametrize("rnn", RNN_CELLS)
 def test_without_input_feeding_attention_runs_over_all_steps_at_once(rng, attention, rnn):
     """Teacher forcing attends for every step in one batched call, and still equals
     the step-by-step decoder."""

@@ -87,7 +87,7 @@ def test_a_backup_that_cannot_be_read_is_set_aside(tmp_path, capsys):
 
 def test_translation_progress_stops_on_the_validation_figure_and_keeps_the_best(
         monkeypatch, capsys):
-    from keras_attn.training.tasks.translator import task as translator
+    from keras_attn.training.tasks.translator import decoding as translator
 
     figures = iter([10.0, 20.0, 15.0, 14.0, 13.0, 30.0])  # BLEU after each epoch
     monkeypatch.setattr(translator, "translate_texts", lambda *a, **k: ["x"])

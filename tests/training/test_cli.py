@@ -105,8 +105,16 @@ def test_translator_flag_offers_every_attention_the_model_builds():
     from keras_attn.models import translator
 
     parser = cli.build_parser()
-    for kind in translator.ATTENTIONS:
+    train = next(a for a in parser._subparsers._group_actions[0].choices["train"]._actions
+                 if a.dest == "task")
+    offered = next(a for a in train.choices["translator"]._actions if a.dest == "attention")
+    for kind in offered.choices:
         assert parser.parse_args(["train", "translator", "--attention", kind]).attention == kind
+        config = translator.TranslatorConfig(20, 12, 7, 6, attention=kind, decoder_units=128,
+                                             encoder_units=64)
+        assert translator.make_attention(config.attention, 8).name == "attention"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["train", "translator", "--attention", "luong-cosine"])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -152,12 +160,20 @@ def test_dropout_flag_is_a_probability(capsys):
     assert "argument --dropout: must be a number in [0, 1); received 1.5" in capsys.readouterr().err
 
 
+def _resolved_translator_args(argv):
+    from keras_attn.training.tasks.translator.flags import resolve_defaults
+
+    args = cli.build_parser().parse_args(argv)
+    resolve_defaults(args)
+    return args
+
+
 def test_transformer_cosine_schedule_warms_up_then_decays_to_zero():
     from keras import ops
 
-    from keras_attn.training.tasks.translator.task import learning_rate
+    from keras_attn.training.tasks.translator.modeling import learning_rate
 
-    parse = cli.build_parser().parse_args
+    parse = _resolved_translator_args
     base = ["train", "translator", "--epochs", "2", "--batch-size", "10"]
     assert learning_rate(parse(base), 10) == 3e-3  # the RNN's constant rate
     cosine = [*base, "--model", "transformer", "--schedule", "cosine"]
@@ -177,9 +193,9 @@ def test_transformer_default_schedule_is_the_inverse_square_root_of_the_step():
     from keras import ops
 
     from keras_attn.models.schedules import InverseSquareRootDecay
-    from keras_attn.training.tasks.translator.task import learning_rate
+    from keras_attn.training.tasks.translator.modeling import learning_rate
 
-    parse = cli.build_parser().parse_args
+    parse = _resolved_translator_args
     base = ["train", "translator", "--model", "transformer", "--learning-rate", "2e-3"]
     schedule = learning_rate(parse([*base, "--warmup-steps", "10"]), 95)
     assert isinstance(schedule, InverseSquareRootDecay)

@@ -150,7 +150,7 @@ def test_subword_text_round_trips_through_tokens(text):
 
 
 def test_the_default_subword_vocabulary_shrinks_with_the_corpus():
-    from keras_attn.training.tasks.translator.task import vocabulary_size
+    from keras_attn.training.tasks.translator.data import vocabulary_size
 
     assert vocabulary_size(91104) == 8000  # the Spanish corpus's training split
     assert vocabulary_size(6400) == 2133  # its first 8,000 lines

@@ -52,7 +52,7 @@ def test_export_layout_and_atomic_versions(trained, tmp_path):
 def test_tensorflow_only_process_matches_keras_on_200_inputs(trained, tmp_path):
     from keras_attn.training.runner import load_run
     from keras_attn.training.tasks.translator.dates import generate_pairs
-    from keras_attn.training.tasks.translator.task import translate_texts
+    from keras_attn.training.tasks.translator.decoding import translate_texts
 
     meta, model, assets, _ = load_run(trained["work"])
     src, tgt, settings = assets["source_vocab"], assets["target_vocab"], meta.settings

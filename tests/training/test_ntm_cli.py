@@ -64,6 +64,86 @@ def test_the_training_batches_are_reproducible_and_bucketed():
     assert x3.shape != x1.shape or not np.array_equal(x3, x1)
 
 
+@pytest.mark.parametrize("low, high", [(2, 20), (1, 10), (5, 5)])
+def test_the_curriculum_grows_one_size_per_equal_step_and_ends_at_the_task(low, high):
+    limits = [ntm.curriculum_limit(p, low, high) for p in np.linspace(0, 1, 1001)]
+    assert limits[0] == low and limits[-1] == high
+    assert all(b - a in (0, 1) for a, b in zip(limits, limits[1:], strict=False))
+    assert sorted(set(limits)) == list(range(low, high + 1))
+    if high > low:  # each size gets an equal share of the progress
+        assert ntm.curriculum_limit(0.5, low, high) == low + (high - low) // 2
+    with pytest.raises(ValueError, match=r"`progress` must be in \[0, 1\]; received 1.5"):
+        ntm.curriculum_limit(1.5, low, high)
+
+
+def test_curriculum_progress_is_the_share_of_its_sequences_seen():
+    assert ntm.curriculum_progress(0, 30_000) == 0.0
+    assert ntm.curriculum_progress(7_500, 30_000) == 0.25
+    assert ntm.curriculum_progress(90_000, 30_000) == 1.0
+    assert ntm.curriculum_progress(0, 0) == 1.0  # no curriculum: the full task
+
+
+def test_priority_sort_curriculum_never_leaves_the_tasks_range():
+    task = ntm.SPECS["ntm-priority-sort"]
+    rng = np.random.default_rng(0)
+    for progress in np.linspace(0, 1, 41):
+        limit = ntm.curriculum_limit(progress, 2, 20)
+        for _ in range(25):
+            params = task.draw(rng, progress)
+            assert 2 <= params["inputs"] <= limit <= 20
+            assert 1 <= params["outputs"] <= params["inputs"]
+            assert params["outputs"] == max(1, round(params["inputs"] * 16 / 20))
+            x, y = task.batch(rng, 2, params)
+            assert x.shape[1] == task.steps(**params) <= task.steps()
+    assert all(task.draw(rng, 1.0) == {"inputs": 20, "outputs": 16} for _ in range(10))
+    early = {task.draw(rng, 0.0)["inputs"] for _ in range(50)}
+    assert early == {2}
+
+
+def test_the_training_loop_follows_the_curriculum(monkeypatch):
+    task = ntm.SPECS["ntm-priority-sort"]
+    sizes = []
+    real = task.draw
+    spec = ntm.dataclasses.replace(
+        task, draw=lambda rng, progress=1.0: sizes.append(progress) or real(rng, progress))
+    bit_task = ntm.BitSequenceTask(spec)
+    args = cli.build_parser().parse_args(
+        ["train", "ntm-priority-sort", *SMALL, "--sequences", "32", "--check-every", "8",
+         "--curriculum", "16", "--target-errors", "0", "--test-sequences", "1"])
+
+    class Model:
+        def train_on_batch(self, x, y, return_dict):
+            return {"loss": 1.0}
+
+        def predict(self, x, batch_size, verbose):
+            return np.zeros(x.shape[:2] + (8,), "float32")
+
+    bit_task.fit(Model(), None, args, [], verbose=0)
+    # batches of 4 start at 0, 4, …, 28 sequences seen; the ramp is 16 sequences long.
+    assert sizes == [0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_repeat_copy_figures_report_the_end_marker_apart():
+    task = ntm.SPECS["ntm-repeat-copy"]
+    rng = np.random.default_rng(0)
+    x, y = task.batch(rng, 3, {"length": 2, "repeats": 2})
+    logits = np.where(y[..., :-1] > 0.5, 5.0, -5.0).astype("float32")
+    logits[0, -1, 8] = -5.0  # the end marker missed
+    logits[1, 4, 0] = -logits[1, 4, 0]  # one data bit wrong
+
+    class Model:
+        def predict(self, x, batch_size, verbose):
+            return logits
+
+    errors, _, markers = ntm.errors_and_cost(Model(), x, y, marker_channels=(8,))
+    assert errors.tolist() == [1, 1, 0] and markers.tolist() == [1, 0, 0]
+    summary = ntm.summarize(errors, np.zeros(3), markers)
+    assert summary["data_bit_errors"] == pytest.approx(1 / 3)
+    assert summary["marker_errors"] == pytest.approx(1 / 3)
+    assert summary["data_error_free"] == pytest.approx(2 / 3)
+    assert summary["error_free"] == pytest.approx(1 / 3)
+
+
 def test_monitor_stops_on_a_non_finite_loss():
     monitor = ntm.Monitor(target=0.1, patience=3)
     point = {"validation_bit_errors": 5.0, "validation_cost_bits": 9.0}

@@ -96,3 +96,47 @@ def test_the_cli_module_names_no_task():
         assert not re.search(rf"\b{re.escape(name)}\b", source), name
     for flag in ("--beam-width", "--story", "--points", "--length", "--data-dir"):
         assert flag not in source, flag
+
+
+def test_a_new_folder_under_tasks_is_a_built_in_task_with_no_edit_elsewhere(tmp_path):
+    """The toy task above, as a folder in a copy of the source tree: the CLI lists and
+    trains it, and the docs' hook gives its modules API pages, with nothing else edited."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    source = tmp_path / "source"
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in ("keras_attn", "models", "training", "docs/_hooks"):
+        shutil.copytree(os.path.join(root, folder), source / folder, ignore=ignore)
+    toy = source / "training" / "tasks" / "toy"
+    toy.mkdir()
+    (toy / "task.py").write_text(
+        open(__file__, encoding="utf-8").read().split("\n\n@pytest.fixture")[0]
+        .replace("from tests.training.serving import TENSORFLOW_BACKEND_ONLY\n", ""),
+        encoding="utf-8")
+    (toy / "__init__.py").write_text(
+        '"""A toy task."""\n\nfrom keras_attn.training.tasks.toy.task import DoublingTask\n\n'
+        "TASKS = (DoublingTask(),)\n", encoding="utf-8")
+    # The installed layout (setup.py): models/ and training/ inside keras_attn/.
+    installed = tmp_path / "installed"
+    shutil.copytree(source / "keras_attn", installed / "keras_attn", ignore=ignore)
+    for folder in ("models", "training"):
+        os.symlink(source / folder, installed / "keras_attn" / folder)
+    script = ("import sys; from keras_attn.training import cli, tasks; "
+              "print(sorted(tasks.names())); "
+              "sys.exit(cli.main(['train', 'toy-doubling', '--epochs', '2', '--no-export', "
+              f"'--no-tensorboard', '--quiet', '--work-dir', {str(tmp_path / 'run')!r}]))")
+    env = dict(os.environ, PYTHONPATH=str(installed), TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'toy-doubling'" in done.stdout.splitlines()[0]
+    assert "toy max error" in done.stdout
+    assert os.path.exists(tmp_path / "run" / "model.keras")
+    hook = subprocess.run(
+        [sys.executable, "-c", "import api_pages; print([n for s in api_pages.api_nav() "
+         "for e in s.values() for x in e for n in x])"],
+        capture_output=True, text=True, cwd=source / "docs" / "_hooks")
+    assert "keras_attn.training.tasks.toy.task" in hook.stdout, hook.stderr

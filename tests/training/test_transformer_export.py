@@ -14,7 +14,7 @@ def test_transformer_trains_exports_and_serves_as_keras_decodes(tmp_path):
     from keras_attn.training import cli
     from keras_attn.training.runner import load_run
     from keras_attn.training.tasks.translator.dates import generate_pairs
-    from keras_attn.training.tasks.translator.task import translate_texts
+    from keras_attn.training.tasks.translator.decoding import translate_texts
 
     work, out = str(tmp_path / "work"), str(tmp_path / "saved_models")
     cli.main(["train", "translator", "--model", "transformer", "--train-size", "1500",

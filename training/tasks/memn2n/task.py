@@ -339,6 +339,15 @@ def schedule_of(args, data, quiet=False):
     )
 
 
+def linear_start_epochs(args, data):
+    """The epochs a run trained before the softmax was restored (all of them if it
+    never was; 0 without linear start)."""
+    schedule = data.get("schedule")
+    if not args.linear_start or schedule is None:
+        return 0
+    return schedule.softmax_epoch or data.get("epochs_run", 0)
+
+
 class MemN2NTask(Task):
     name = "memn2n"
     summary = "end-to-end memory network, bAbI-format QA (default: built-in stories)"
@@ -371,8 +380,10 @@ class MemN2NTask(Task):
         return config, model
 
     def callbacks(self, model, data, args):
-        self.schedule = schedule_of(args, data, args.quiet)[1]
-        return [self.schedule]
+        # Kept with the run's data, not on the task: the registry's one task object
+        # serves every run of the process.
+        data["schedule"] = schedule_of(args, data, args.quiet)[1]
+        return [data["schedule"]]
 
     def settings(self, args, data, config):
         return {"source": data["source"],
@@ -380,13 +391,7 @@ class MemN2NTask(Task):
                 "memory_size": config.memory_size,
                 "sentence_length": config.sentence_length,
                 "question_length": config.question_length,
-                "linear_start_epochs": self.linear_start_epochs(args)}
-
-    def linear_start_epochs(self, args):
-        schedule = getattr(self, "schedule", None)
-        if not args.linear_start or schedule is None:
-            return 0
-        return schedule.softmax_epoch or self.epochs_run
+                "linear_start_epochs": linear_start_epochs(args, data)}
 
     def fit(self, model, data, args, callbacks, verbose):
         settings = {"memory_size": args.memory_size,
@@ -398,8 +403,8 @@ class MemN2NTask(Task):
         arguments = distribution.even_fit_arguments(
             {"x": x, "y": y, "validation_data": (vx, vy), "batch_size": args.batch_size})
         history = model.fit(**arguments, epochs=epochs, callbacks=callbacks, verbose=verbose)
-        self.epochs_run = len(history.epoch)
-        print(f"linear start: {self.linear_start_epochs(args)} epochs")
+        data["epochs_run"] = len(history.epoch)
+        print(f"linear start: {linear_start_epochs(args, data)} epochs")
         return {"epochs": len(history.epoch), "train_loss": float(history.history["loss"][-1]),
                 "records": {"history": history.history}}
 

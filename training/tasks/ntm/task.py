@@ -20,6 +20,7 @@ from typing import Callable
 import keras
 import numpy as np
 
+from keras_attn.choices import NTM_CONTROLLERS, NTM_MEMORY_INITS
 from keras_attn.models.dnc import DNCConfig, build_dnc
 from keras_attn.models.ntm import (
     NTMConfig,
@@ -51,7 +52,9 @@ class BitTask:
         summary: one line for `--help`.
         make: `fn(rng, batch_size, total_steps=None, **params) → (inputs, targets)`.
         steps: `fn(**params) → T`.
-        draw: `fn(rng) → params` for one training batch.
+        draw: `fn(rng, progress=1.0) → params` for one training batch; `progress` in
+            [0, 1] is how far the curriculum has come (1: none, or done), and a draw
+            never leaves the task's training range whatever it is.
         validation: the params of the convergence check (each gets `VALIDATION_EACH`
             sequences).
         tests: `{label: params}`, the figures reported after training.
@@ -60,6 +63,10 @@ class BitTask:
         example: the flag → param names `predict` accepts (`--length` → `length`).
         architecture: `"ntm"` (`models.ntm.NTMConfig`) or `"dnc"`
             (`models.dnc.DNCConfig`).
+        marker_channels: output channels that mark an event rather than carry data
+            (repeat copy's end marker); the figures report their errors apart.
+        curriculum: the default `--curriculum` (sequences over which `progress`
+            goes from 0 to 1; 0: train on the full task from the start).
     """
 
     name: str
@@ -73,13 +80,37 @@ class BitTask:
     sequences: int
     example: tuple
     architecture: str = "ntm"
+    marker_channels: tuple = ()
+    curriculum: int = 0
 
     def batch(self, rng, batch_size, params, total_steps=None):
         return self.make(rng, batch_size, total_steps=total_steps, **params)
 
 
 def _uniform(name, low, high):
-    return lambda rng: {name: int(rng.integers(low, high + 1))}
+    return lambda rng, progress=1.0: {name: int(rng.integers(low, high + 1))}
+
+
+def curriculum_limit(progress, low, high):
+    """The largest size a curriculum shows at `progress` ∈ [0, 1]: `low` at the
+    start, one more at each equal step of progress, `high` from `progress` 1 on."""
+    if not 0.0 <= progress <= 1.0:
+        raise ValueError(f"`progress` must be in [0, 1]; received {progress!r}.")
+    return low + math.floor(progress * (high - low) + 1e-9)
+
+
+def curriculum_progress(seen, sequences):
+    """How far a curriculum of `sequences` is after `seen` sequences: in [0, 1]."""
+    return 1.0 if sequences <= 0 else min(1.0, seen / sequences)
+
+
+def _priority_sort_draw(rng, progress=1.0, low=2, inputs=20, outputs=16):
+    """Priority sort with a curriculum over the list's size: `n` vectors drawn in
+    `low … limit` while the curriculum runs, `inputs` once it is done; the top
+    `round(n · outputs / inputs)` (at least 1) are the targets, as in the full task."""
+    limit = curriculum_limit(progress, low, inputs)
+    n = inputs if limit >= inputs else int(rng.integers(low, limit + 1))
+    return {"inputs": n, "outputs": max(1, round(n * outputs / inputs))}
 
 
 SPECS = {
@@ -100,7 +131,8 @@ SPECS = {
         summary="NTM repeat copy: lengths 1–10, 1–10 repeats, then an end marker",
         make=algorithmic.repeat_copy_batch,
         steps=algorithmic.repeat_copy_steps,
-        draw=lambda rng: {"length": int(rng.integers(1, 11)), "repeats": int(rng.integers(1, 11))},
+        draw=lambda rng, progress=1.0: {"length": int(rng.integers(1, 11)),
+                                        "repeats": int(rng.integers(1, 11))},
         validation=tuple({"length": n, "repeats": r} for n in (1, 4, 7, 10) for r in (1, 4, 7, 10)),
         tests={
             "length 5 × 5": {"length": 5, "repeats": 5},
@@ -111,6 +143,7 @@ SPECS = {
         model={"input_bits": 10, "output_bits": 9},
         sequences=100_000,
         example=("length", "repeats"),
+        marker_channels=(8,),
     ),
     "ntm-associative-recall": BitTask(
         name="ntm-associative-recall",
@@ -129,7 +162,7 @@ SPECS = {
         summary="NTM priority sort: 20 vectors with priorities in [−1, 1] → the top 16 in order",
         make=algorithmic.priority_sort_batch,
         steps=algorithmic.priority_sort_steps,
-        draw=lambda rng: {},
+        draw=_priority_sort_draw,
         validation=({},),
         tests={"20 → 16": {}},
         model={"input_bits": 10, "output_bits": 8, "read_heads": 5, "write_heads": 5},
@@ -169,13 +202,16 @@ def add_arguments(parser, task):
     if task.architecture == "ntm":
         model.add_argument("--write-heads", type=positive_int,
                            default=task.model.get("write_heads", 1))
-        model.add_argument("--controller", choices=("lstm", "feedforward"), default="lstm")
+        model.add_argument("--controller", choices=NTM_CONTROLLERS, default="lstm")
         model.add_argument("--shift-range", type=non_negative_int, default=1)
-        model.add_argument("--memory-init", choices=("constant", "learned", "random"),
+        model.add_argument("--memory-init", choices=NTM_MEMORY_INITS,
                            default="constant")
     fit = parser.add_argument_group("training")
     fit.add_argument("--sequences", type=positive_int, default=task.sequences,
                      help="the training budget, in sequences")
+    fit.add_argument("--curriculum", type=non_negative_int, default=task.curriculum,
+                     help="sequences over which the training sizes grow to the task's "
+                     "(0: the full task from the start)")
     fit.add_argument("--learning-rate", type=positive_float,
                      default=3e-4, help="RMSprop, momentum 0.9")
     fit.add_argument("--clipnorm", type=positive_float, default=10.0)
@@ -215,19 +251,31 @@ def validation_set(task, seed):
     return np.concatenate([x for x, _ in pairs]), np.concatenate([y for _, y in pairs])
 
 
-def errors_and_cost(model, x, y, batch_size=500):
-    """Per sequence: (bit errors, cost in bits), from the Keras model."""
+def errors_and_cost(model, x, y, batch_size=500, marker_channels=()):
+    """Per sequence: (bit errors, cost in bits, bit errors on `marker_channels`),
+    from the Keras model."""
     ops = keras.ops
-    logits = model.predict(x, batch_size=batch_size, verbose=0)
-    logits = ops.convert_to_tensor(np.asarray(logits, "float32"))
+    logits = np.asarray(model.predict(x, batch_size=batch_size, verbose=0), "float32")
     target = ops.convert_to_tensor(y)
-    return (ops.convert_to_numpy(bit_errors(target, logits)),
-            ops.convert_to_numpy(bits_per_sequence(target, logits)))
+    tensor = ops.convert_to_tensor(logits)
+    counted = y[..., -1:]
+    wrong = ((logits > 0) != (y[..., :-1] > 0.5)) * counted
+    return (ops.convert_to_numpy(bit_errors(target, tensor)),
+            ops.convert_to_numpy(bits_per_sequence(target, tensor)),
+            wrong[..., list(marker_channels)].sum(axis=(1, 2)))
 
 
-def summarize(errors, cost):
-    return {"n": int(len(errors)), "bit_errors": float(np.mean(errors)),
-            "error_free": float(np.mean(errors == 0)), "cost_bits": float(np.mean(cost))}
+def summarize(errors, cost, marker_errors=None):
+    """The figures of one setting; with `marker_errors`, the errors split into the
+    data bits' and the markers'."""
+    summary = {"n": int(len(errors)), "bit_errors": float(np.mean(errors)),
+               "error_free": float(np.mean(errors == 0)), "cost_bits": float(np.mean(cost))}
+    if marker_errors is not None:
+        data_errors = errors - marker_errors
+        summary |= {"data_bit_errors": float(np.mean(data_errors)),
+                    "data_error_free": float(np.mean(data_errors == 0)),
+                    "marker_errors": float(np.mean(marker_errors))}
+    return summary
 
 
 def figures(model, task, seed, sequences=1000):
@@ -238,28 +286,33 @@ def figures(model, task, seed, sequences=1000):
     # One padded array, so one compiled prediction serves every setting (steps
     # after a sequence's end change nothing before it).
     pairs = [task.batch(rng, sequences, params, longest) for params in task.tests.values()]
-    errors, cost = errors_and_cost(model, np.concatenate([x for x, _ in pairs]),
-                                   np.concatenate([y for _, y in pairs]))
+    errors, cost, markers = errors_and_cost(model, np.concatenate([x for x, _ in pairs]),
+                                            np.concatenate([y for _, y in pairs]),
+                                            marker_channels=task.marker_channels)
+    rows = [slice(i * sequences, (i + 1) * sequences) for i in range(len(task.tests))]
     return {
         label: {"params": params,
-                **summarize(errors[i * sequences : (i + 1) * sequences],
-                            cost[i * sequences : (i + 1) * sequences])}
-        for i, (label, params) in enumerate(task.tests.items())
+                **summarize(errors[part], cost[part],
+                            markers[part] if task.marker_channels else None)}
+        for part, (label, params) in zip(rows, task.tests.items(), strict=True)
     }
 
 
 def print_figures(figures_):
     for label, entry in figures_.items():
+        split = (f"   data bits {entry['data_bit_errors']:7.3f} "
+                 f"({100 * entry['data_error_free']:5.1f} % error-free), markers "
+                 f"{entry['marker_errors']:6.3f}" if "marker_errors" in entry else "")
         print(f"  {label:<16} bit errors / sequence {entry['bit_errors']:7.3f}   "
               f"error-free {100 * entry['error_free']:5.1f} %   cost {entry['cost_bits']:8.3f} "
-              f"bits   (n={entry['n']})")
+              f"bits{split}   (n={entry['n']})")
 
 
-def training_batch(task, seed, batch_size, check, index):
+def training_batch(task, seed, batch_size, check, index, progress=1.0):
     """The `index`-th batch of check `check`: reproducible from the seed, padded to
-    its step bucket."""
+    its step bucket; `progress`, the curriculum's (see `BitTask.draw`)."""
     rng = np.random.default_rng((seed, 0, check, index))
-    params = task.draw(rng)
+    params = task.draw(rng, progress)
     return task.batch(rng, batch_size, params, bucketed(task.steps(**params)))
 
 
@@ -321,36 +374,37 @@ class BitSequenceTask(Task):
         x, y = validation_set(task, args.seed)
         monitor = Monitor(args.target_errors, args.patience)
         # A bar on a terminal, a line a check in a log (verbose 2), nothing when quiet.
-        progress = keras.utils.Progbar(checks * check_every, unit_name="sequence",
-                                       stateful_metrics=["cost", "validation_bit_errors"],
-                                       verbose=1 if verbose == 1 else 0)
+        bar = keras.utils.Progbar(checks * check_every, unit_name="sequence",
+                                  stateful_metrics=["cost", "validation_bit_errors"],
+                                  verbose=1 if verbose == 1 else 0)
         start = time.time()
         for check in range(checks):
             losses = []
             for index in range(batches_per_check):
                 # train_on_batch resets the metrics: its loss is the batch's own.
+                seen = check * check_every + index * args.batch_size
+                progress = curriculum_progress(seen, args.curriculum)
                 losses.append(model.train_on_batch(
-                    *training_batch(task, args.seed, args.batch_size, check, index),
+                    *training_batch(task, args.seed, args.batch_size, check, index, progress),
                     return_dict=True)["loss"])
-                progress.update(check * check_every + (index + 1) * args.batch_size,
-                                [("cost", losses[-1])])
-            errors, cost = errors_and_cost(model, x, y)
+                bar.update(check * check_every + (index + 1) * args.batch_size,
+                           [("cost", losses[-1])])
+            errors, cost, _ = errors_and_cost(model, x, y)
             point = {"sequences": (check + 1) * check_every,
                      "train_cost_bits": float(np.mean(losses)),
                      "validation_bit_errors": float(np.mean(errors)),
                      "validation_cost_bits": float(np.mean(cost)),
                      "seconds": time.time() - start}
             stop = monitor.record(point)
-            progress.update(point["sequences"],
-                            [("validation_bit_errors", point["validation_bit_errors"])],
-                            finalize=stop or check == checks - 1)
+            bar.update(point["sequences"],
+                       [("validation_bit_errors", point["validation_bit_errors"])],
+                       finalize=stop or check == checks - 1)
             if verbose == 2:
                 print(f"  {point['sequences']:>7} sequences  cost {point['train_cost_bits']:8.3f} "
                       f"bits  validation bit errors {point['validation_bit_errors']:7.3f}  "
                       f"({point['seconds']:.0f} s)", flush=True)
             if stop:
                 break
-        self.monitor = monitor
         seen = monitor.curve[-1]["sequences"] if monitor.curve else 0
         reached = monitor.converged_at
         print(f"validation bit errors < {args.target_errors} first after "
@@ -363,6 +417,7 @@ class BitSequenceTask(Task):
     def settings(self, args, data, config):
         return {"architecture": self.spec.architecture, "seed": args.seed,
                 "learning_rate": args.learning_rate, "test_sequences": args.test_sequences,
+                "curriculum": args.curriculum,
                 "input_bits": config.input_bits, "output_bits": config.output_bits,
                 "memory_size": config.memory_size, "read_heads": config.read_heads,
                 "write_heads": getattr(config, "write_heads", 1)}

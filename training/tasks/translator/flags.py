@@ -1,0 +1,172 @@
+"""The `translator` task's flags and their data-dependent defaults (`PROFILES`):
+the built-in dates, or real sentences with `--data`. Resolved once, at the task's
+entry (`resolve_defaults`)."""
+
+import argparse
+
+from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
+from keras_attn.training.arguments import (
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+)
+
+# `--model` → the model's name (its run and export folders) with the built-in data.
+MODEL_NAMES = {"rnn": "translator", "transformer": "transformer"}
+
+
+DEFAULT_LEARNING_RATE = 3e-3  # the RNN's rate, and the peak of the Transformer's on dates
+TEXT_TRANSFORMER_RATE = 1e-3  # the Transformer's peak on real text
+
+
+# Defaults that depend on the data: the built-in dates (characters, a small model
+# that reaches 100 % in a minute) or real sentences with `--data` (words, the
+# sizes and budget that beat TensorFlow's tutorial model on its Spanish–English
+# corpus: docs/results). A flag given on the command line always wins.
+PROFILES = {
+    "dates": dict(
+        level="char", lowercase=False, space_punctuation=False, max_vocab=None,
+        attention="bahdanau", input_feeding=True, sort_window=1, max_tokens=None, epochs=3,
+        max_minutes=None, patience=None,
+        embedding_dim=64, encoder_units=64,
+        decoder_units=128, attention_units=128, model_dim=64, feedforward_dim=256,
+        num_layers=1, warmup_steps=100,
+    ),
+    "text": dict(
+        level="subword", lowercase=False, space_punctuation=True, max_vocab="auto",
+        attention="luong-general", input_feeding=False, sort_window=50, max_tokens=50,
+        epochs=100, max_minutes=30.0, patience=3,
+        embedding_dim=256, encoder_units=256,
+        decoder_units=256, attention_units=256, model_dim=256, feedforward_dim=1024,
+        num_layers=2, warmup_steps=400,
+    ),
+}
+
+
+def _profile_help(name):
+    dates, text = PROFILES["dates"][name], PROFILES["text"][name]
+    return f"default: {dates} for the built-in dates, {text} with --data"
+
+
+def add_arguments(parser):
+    data = parser.add_argument_group("data")
+    data.add_argument("--data", help="tab-separated parallel text (source<TAB>target[<TAB>…])")
+    data.add_argument("--reverse", action="store_true", help="translate column 2 → column 1")
+    data.add_argument("--level", choices=("char", "word", "subword"),
+                      help="tokens: characters, space-separated words, or WordPiece pieces "
+                      "learnt on the training side; " + _profile_help("level"))
+    data.add_argument("--lowercase", action=argparse.BooleanOptionalAction,
+                      help=_profile_help("lowercase"))
+    data.add_argument("--space-punctuation", action=argparse.BooleanOptionalAction,
+                      help="spaces around . ? ! , ¿ ¡ ; : before splitting into words; "
+                      + _profile_help("space_punctuation"))
+    data.add_argument("--max-vocab", type=positive_int,
+                      help="ids of each side's vocabulary, with the 4 specials: the most "
+                      "frequent tokens (the rest become [UNK]), or the number of subword "
+                      "pieces; " + _profile_help("max_vocab") + " (auto: 8000 a side, "
+                      "fewer subword pieces for a small corpus: one per 3 training pairs, at "
+                      "least 1000)")
+    data.add_argument("--min-count", type=positive_int, default=1,
+                      help="keep only tokens seen at least this often in training")
+    data.add_argument("--max-tokens", type=positive_int,
+                      help="train only on pairs with at most this many tokens a side; "
+                      + _profile_help("max_tokens"))
+    data.add_argument(
+        "--sort-window", type=positive_int,
+        help="batches sorted by length together, so that a batch pads little (1: plain "
+        "shuffled batches, each padded to its longest; the dates learn faster from "
+        "batches of mixed lengths); " + _profile_help("sort_window"))
+    data.add_argument("--max-pairs", type=positive_int)
+    data.add_argument("--max-length", type=positive_int,
+                      help="skip pairs longer than this (characters)")
+    data.add_argument(
+        "--train-size", type=positive_int, default=20000, help="built-in dates: training pairs"
+    )
+    data.add_argument("--test-size", type=positive_int,
+                      default=2000, help="built-in dates: test pairs")
+    model = parser.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        choices=tuple(MODEL_NAMES),
+        default="rnn",
+        help="rnn: bidirectional-RNN encoder, attention decoder (models.translator); "
+        "transformer: models.transformer",
+    )
+    model.add_argument(
+        "--attention",
+        choices=TRANSLATOR_ATTENTIONS,
+        help="the score of the decoder's attention; " + _profile_help("attention"),
+    )
+    model.add_argument("--rnn", choices=RNN_CELLS, default="gru")
+    model.add_argument(
+        "--input-feeding", action=argparse.BooleanOptionalAction,
+        help="feed the last attention vector into the next step (Luong et al.); without "
+        "it, training attends for all steps at once; " + _profile_help("input_feeding"))
+    for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units"):
+        model.add_argument("--" + name.replace("_", "-"), type=positive_int,
+                           help=_profile_help(name))
+    transformer = parser.add_argument_group("transformer (--model transformer)")
+    transformer.add_argument("--model-dim", type=positive_int, help=_profile_help("model_dim"))
+    transformer.add_argument("--num-heads", type=positive_int, default=4)
+    transformer.add_argument("--num-layers", type=positive_int, help=_profile_help("num_layers"))
+    transformer.add_argument("--feedforward-dim", type=positive_int,
+                             help=_profile_help("feedforward_dim"))
+    transformer.add_argument("--dropout", type=probability, default=0.0)
+    transformer.add_argument(
+        "--max-wavelength",
+        type=positive_float,
+        default=10000.0,
+        help="longest wavelength of the sinusoidal positions (the paper's)",
+    )
+    transformer.add_argument(
+        "--rope-max-wavelength",
+        type=non_negative_float,
+        default=10000.0,
+        help="rotary position embedding in every attention (0: off); see the README's "
+        "Transformer results for what it changed",
+    )
+    transformer.add_argument(
+        "--warmup-steps",
+        type=non_negative_int,
+        help="the learning rate rises linearly over these steps, then follows --schedule; "
+        + _profile_help("warmup_steps"),
+    )
+    transformer.add_argument(
+        "--schedule",
+        choices=("inverse-sqrt", "cosine", "constant"),
+        default="inverse-sqrt",
+        help="after the warm-up: the paper's decay with the inverse square root of the "
+        "step, a cosine to zero at the last step, or none (constant; no warm-up either)",
+    )
+    fit = parser.add_argument_group("training")
+    fit.add_argument("--epochs", type=positive_int, help=_profile_help("epochs"))
+    fit.add_argument(
+        "--max-minutes", type=positive_float,
+        help="stop training after this many minutes (at the end of a batch); "
+        + _profile_help("max_minutes"),
+    )
+    fit.add_argument(
+        "--patience", type=non_negative_int,
+        help="stop when the validation BLEU (exact match for the dates) has not improved "
+        "for this many epochs, and keep the best epoch's weights (0: never); "
+        + _profile_help("patience"))
+    fit.add_argument(
+        "--learning-rate",
+        type=positive_float,
+        help="default 3e-3; for the transformer, the peak of its schedule (--schedule)",
+    )
+    out = parser.add_argument_group("decoding and output")
+    out.add_argument("--beam-width", type=positive_int, default=4, help="beam width of the export")
+    out.add_argument("--length-penalty", type=non_negative_float, default=0.0, help="GNMT α")
+
+
+def resolve_defaults(args):
+    """Fills every flag left unset with its profile's value (dates, or text with
+    `--data`); returns the profile's name."""
+    kind = "text" if args.data else "dates"
+    for name, value in PROFILES[kind].items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+    return kind
