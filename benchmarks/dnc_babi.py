@@ -98,9 +98,9 @@ def main():
                   f"({point['validation_failed']} tasks > 5 %)", flush=True)
 
     budget = TimeBudget(args.minutes * 60)
-    train = words.QuestionBatches(
+    train = words.EndlessBatches(words.QuestionBatches(
         *words.encode(splits["train"], data["vocab"], task_args.max_story_words),
-        task_args.batch_size, dnc_task.BUCKET, shuffle=True, seed=task_args.seed)
+        task_args.batch_size, dnc_task.BUCKET, shuffle=True, seed=task_args.seed))
     model.fit(train, epochs=task_args.epochs, steps_per_epoch=args.check_every,
               callbacks=[budget, Curve()], verbose=0)
     seconds = time.time() - start

@@ -75,6 +75,36 @@ def test_question_batches_pad_to_the_bucket_and_point_at_the_question_mark():
         words.QuestionBatches(sequences, answers[:3], 8)
 
 
+def test_endless_batches_give_every_question_once_a_pass_and_keras_never_runs_out(recwarn):
+    vocab = words.build_vocabulary(generate_questions(1, 40, seed=0))
+    sequences, answers = words.encode(generate_questions(1, 40, seed=0), vocab, 200)
+    inner = words.QuestionBatches(sequences, answers, 8, bucket=16, shuffle=True, seed=1)
+    endless = words.EndlessBatches(inner)
+    assert endless.num_batches is None
+    first = [tuple(endless[i][1]) for i in range(5)]
+    second = [tuple(endless[i][1]) for i in range(5, 10)]
+    # A pass is one draw: its 5 batches of 8 hold each of the 40 questions once.
+    for one_pass in (first, second):
+        assert sorted(a for batch in one_pass for a in batch) == sorted(answers.tolist())
+    assert first != second  # the next pass is drawn anew
+    # TensorFlow's dataset signature comes from the first two batches: their lengths differ.
+    assert inner[0][0]["words"].shape[1] != inner[1][0]["words"].shape[1]
+    counter = []
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            counter.append(batch)
+
+    model = keras.Sequential([keras.layers.Lambda(
+        lambda x: keras.ops.cast(x["answer_step"][:, None], "float32") * 0.0),
+                              keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    model.fit(words.EndlessBatches(words.QuestionBatches(sequences, answers, 8, shuffle=True)),
+              epochs=3, steps_per_epoch=4, verbose=0, callbacks=[Count()])
+    assert len(counter) == 12  # 12 steps over 2.4 passes, none cut short
+    assert not [w for w in recwarn if "ran out of data" in str(w.message)]
+
+
 def test_output_at_step_reads_each_rows_step():
     outputs = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3)
     picked = keras.ops.convert_to_numpy(OutputAtStep()(outputs, np.array([4, 1], "int32")))

@@ -112,6 +112,8 @@ class DNCBabiTask(MemN2NTask):
         vocab, limit = data["vocab"], args.max_story_words
         train = words.QuestionBatches(*words.encode(data["splits"]["train"], vocab, limit),
                                       args.batch_size, BUCKET, shuffle=True, seed=args.seed)
+        if args.steps_per_epoch:
+            train = words.EndlessBatches(train)
         validation = words.QuestionBatches(
             *words.encode(data["splits"]["validation"], vocab, limit), args.batch_size, BUCKET)
         history = model.fit(train, validation_data=validation, epochs=args.epochs,
