@@ -185,7 +185,9 @@ def keras_mask_of(x):
     """The Keras padding mask carried by `x`, or `None`.
 
     Keras has no public accessor; this is the one its own `MultiHeadAttention`
-    uses, and it works for every backend's tensors.
+    uses, and it works for every backend's tensors. If a Keras upgrade moves it,
+    `tests/keras_attn/test_attention.py::test_keras_mask_propagation_from_embedding`
+    fails on the import.
     """
     from keras.src.backend import get_keras_mask
 
