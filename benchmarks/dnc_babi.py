@@ -49,6 +49,7 @@ def main():
 
     from keras_attn.training import cli, runner
     from keras_attn.training.callbacks import TimeBudget
+    from keras_attn.training.data.batching import EndlessBatches
     from keras_attn.training.tasks.memn2n import babi, dnc_task, words
     from keras_attn.training.tasks.memn2n.task import print_figures
 
@@ -98,7 +99,7 @@ def main():
                   f"({point['validation_failed']} tasks > 5 %)", flush=True)
 
     budget = TimeBudget(args.minutes * 60)
-    train = words.EndlessBatches(words.QuestionBatches(
+    train = EndlessBatches(words.QuestionBatches(
         *words.encode(splits["train"], data["vocab"], task_args.max_story_words),
         task_args.batch_size, dnc_task.BUCKET, shuffle=True, seed=task_args.seed))
     model.fit(train, epochs=task_args.epochs, steps_per_epoch=args.check_every,

@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from keras_attn.models.dnc import DNCQAConfig, OutputAtStep, build_dnc_qa, compile_dnc_qa
+from keras_attn.training.data.batching import EndlessBatches
 from keras_attn.training.tasks.memn2n import babi, words
 from keras_attn.training.tasks.memn2n.stories import generate_questions
 from tests.training.serving import (
@@ -79,7 +80,7 @@ def test_endless_batches_give_every_question_once_a_pass_and_keras_never_runs_ou
     vocab = words.build_vocabulary(generate_questions(1, 40, seed=0))
     sequences, answers = words.encode(generate_questions(1, 40, seed=0), vocab, 200)
     inner = words.QuestionBatches(sequences, answers, 8, bucket=16, shuffle=True, seed=1)
-    endless = words.EndlessBatches(inner)
+    endless = EndlessBatches(inner)
     assert endless.num_batches is None
     first = [tuple(endless[i][1]) for i in range(5)]
     second = [tuple(endless[i][1]) for i in range(5, 10)]
@@ -99,7 +100,7 @@ def test_endless_batches_give_every_question_once_a_pass_and_keras_never_runs_ou
         lambda x: keras.ops.cast(x["answer_step"][:, None], "float32") * 0.0),
                               keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    model.fit(words.EndlessBatches(words.QuestionBatches(sequences, answers, 8, shuffle=True)),
+    model.fit(EndlessBatches(words.QuestionBatches(sequences, answers, 8, shuffle=True)),
               epochs=3, steps_per_epoch=4, verbose=0, callbacks=[Count()])
     assert len(counter) == 12  # 12 steps over 2.4 passes, none cut short
     assert not [w for w in recwarn if "ran out of data" in str(w.message)]

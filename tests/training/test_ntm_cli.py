@@ -1,6 +1,7 @@
 """`keras-attn train ntm-*` and `dnc-*`: the loop, the stop rule, the run directory (any backend,
 no export), and the checks on sequences given to `predict`."""
 
+import dataclasses
 import json
 import os
 
@@ -104,7 +105,7 @@ def test_the_training_loop_follows_the_curriculum(monkeypatch):
     task = ntm.SPECS["ntm-priority-sort"]
     sizes = []
     real = task.draw
-    spec = ntm.dataclasses.replace(
+    spec = dataclasses.replace(
         task, draw=lambda rng, progress=1.0: sizes.append(progress) or real(rng, progress))
     bit_task = ntm.BitSequenceTask(spec)
     args = cli.build_parser().parse_args(

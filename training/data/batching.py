@@ -21,6 +21,58 @@ def _round_up(length, multiple):
     return max(multiple, multiple * math.ceil(length / multiple))
 
 
+def varied_first(batches, shapes):
+    """`batches` reordered: the one of the longest padded `shapes` first and, second,
+    one that differs from it in every padded length that varies at all.
+
+    Keras's TensorFlow adapter reads the first two batches to decide which axes of
+    its `tf.data` signature are variable; two equal shapes there would fix the
+    length and fail on the first other one. (The longest batch first also shows at
+    once whether the largest step fits in memory.)
+
+    Args:
+        batches: a list of batches (any objects).
+        shapes: each batch's padded lengths, a tuple per batch.
+    """
+    if len(batches) < 2:
+        return batches
+    first = max(range(len(batches)), key=lambda i: (sum(shapes[i]), -i))
+    varies = [len({shape[axis] for shape in shapes}) > 1 for axis in range(len(shapes[0]))]
+
+    def differences(i):
+        return sum(v and shapes[i][a] != shapes[first][a] for a, v in enumerate(varies))
+
+    second = max((i for i in range(len(batches)) if i != first),
+                 key=lambda i: (differences(i), -sum(shapes[i]), -i))
+    rest = [b for i, b in enumerate(batches) if i not in (first, second)]
+    return [batches[first], batches[second], *rest]
+
+
+class EndlessBatches(keras.utils.PyDataset):
+    """A `PyDataset` pass after pass without end, for `fit(steps_per_epoch=…)`:
+    Keras epochs shorter than a pass over the data.
+
+    Each pass is the inner dataset's own draw (its `on_epoch_end` between passes,
+    not between Keras's epochs). A finite dataset would make Keras cut the epoch
+    that reaches its end, with a warning that training was interrupted.
+    """
+
+    def __init__(self, batches, **kwargs):
+        super().__init__(**kwargs)
+        self.batches, self.passes = batches, 0
+
+    @property
+    def num_batches(self):
+        return None
+
+    def __getitem__(self, index):
+        passes, position = divmod(index, len(self.batches))
+        for _ in range(passes - self.passes):
+            self.batches.on_epoch_end()
+        self.passes = max(self.passes, passes)
+        return self.batches[position]
+
+
 class BucketedBatches(keras.utils.PyDataset):
     """Seq2seq batches `({"source", "target_in"}, target_out, sample_weight)`.
 
@@ -70,8 +122,7 @@ class BucketedBatches(keras.utils.PyDataset):
         if not self.shuffle:
             order = np.argsort(self._lengths, kind="stable")
             return self._varied_first(
-                [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
-            )
+                [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)])
         rng = np.random.default_rng(self.seed + epoch)
         order = rng.permutation(n)
         span = self.batch_size * self.window
@@ -83,34 +134,14 @@ class BucketedBatches(keras.utils.PyDataset):
                                                                            self.batch_size))
         return self._varied_first([batches[i] for i in rng.permutation(len(batches))])
 
+    def _varied_first(self, batches):
+        return varied_first(batches, [self._shape(rows) for rows in batches])
+
     def _shape(self, rows):
         return (
             _round_up(max(len(self.sources[i]) for i in rows), self.pad_to_multiple),
             _round_up(max(len(self.targets[i]) + 1 for i in rows), self.pad_to_multiple),
         )
-
-    def _varied_first(self, batches):
-        """Moves the longest batch first and, second, one that differs from it in
-        every padded length that varies at all.
-
-        Keras's TensorFlow adapter reads the first two batches to decide which axes
-        of its `tf.data` signature are variable; two equal shapes there would fix
-        the length and fail on the first other one. (The longest batch first also
-        shows at once whether the largest step fits in memory.)
-        """
-        if len(batches) < 2:
-            return batches
-        shapes = [self._shape(rows) for rows in batches]
-        first = max(range(len(batches)), key=lambda i: (sum(shapes[i]), -i))
-        varies = [len({shape[axis] for shape in shapes}) > 1 for axis in (0, 1)]
-
-        def differences(i):
-            return sum(v and shapes[i][a] != shapes[first][a] for a, v in enumerate(varies))
-
-        second = max((i for i in range(len(batches)) if i != first),
-                     key=lambda i: (differences(i), -sum(shapes[i]), -i))
-        rest = [b for i, b in enumerate(batches) if i not in (first, second)]
-        return [batches[first], batches[second], *rest]
 
     def __len__(self):
         return len(self._batches)

@@ -15,6 +15,7 @@ import numpy as np
 from keras_attn.models.dnc import DNCQAConfig, build_dnc_qa, compile_dnc_qa
 from keras_attn.training.arguments import positive_float, positive_int
 from keras_attn.training.callbacks import TimeBudget
+from keras_attn.training.data.batching import EndlessBatches
 from keras_attn.training.tasks.memn2n import words
 from keras_attn.training.tasks.memn2n.task import (
     MemN2NTask,
@@ -113,7 +114,7 @@ class DNCBabiTask(MemN2NTask):
         train = words.QuestionBatches(*words.encode(data["splits"]["train"], vocab, limit),
                                       args.batch_size, BUCKET, shuffle=True, seed=args.seed)
         if args.steps_per_epoch:
-            train = words.EndlessBatches(train)
+            train = EndlessBatches(train)
         validation = words.QuestionBatches(
             *words.encode(data["splits"]["validation"], vocab, limit), args.batch_size, BUCKET)
         history = model.fit(train, validation_data=validation, epochs=args.epochs,

@@ -12,6 +12,7 @@ import math
 import keras
 import numpy as np
 
+from keras_attn.training.data.batching import varied_first
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.text import Vocabulary
 
@@ -97,12 +98,8 @@ class QuestionBatches(keras.utils.PyDataset):
         self.batches = batches_by_length(self.lengths, self.batch_size,
                                          self.rng if self.shuffle else None,
                                          drop_remainder=self.shuffle)
-        # Keras on TensorFlow builds the dataset's signature from the first two
-        # batches: a padded length they share would be fixed for every batch.
-        steps = [self.steps(rows) for rows in self.batches]
-        other = next((i for i, n in enumerate(steps) if n != steps[0]), None)
-        if other is not None and other > 1:
-            self.batches[1], self.batches[other] = self.batches[other], self.batches[1]
+        # TensorFlow's dataset signature comes from the first two batches.
+        self.batches = varied_first(self.batches, [(self.steps(rows),) for rows in self.batches])
 
     def steps(self, rows):
         """The padded length of the batch of `rows`."""
@@ -115,27 +112,3 @@ class QuestionBatches(keras.utils.PyDataset):
         rows = self.batches[index]
         return pad([self.sequences[i] for i in rows], self.bucket), self.answers[rows]
 
-
-class EndlessBatches(keras.utils.PyDataset):
-    """`batches` (a `QuestionBatches`) pass after pass without end, for
-    `fit(steps_per_epoch=…)`: Keras epochs shorter than a pass over the data.
-
-    Each pass is the inner batches' own draw (`on_epoch_end` between passes, not
-    between Keras's epochs). A finite dataset would make Keras cut the epoch that
-    reaches its end, with a warning that training was interrupted.
-    """
-
-    def __init__(self, batches, **kwargs):
-        super().__init__(**kwargs)
-        self.batches, self.passes = batches, 0
-
-    @property
-    def num_batches(self):
-        return None
-
-    def __getitem__(self, index):
-        passes, position = divmod(index, len(self.batches))
-        for _ in range(passes - self.passes):
-            self.batches.on_epoch_end()
-        self.passes = max(self.passes, passes)
-        return self.batches[position]

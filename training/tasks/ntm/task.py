@@ -65,8 +65,6 @@ class BitTask:
             (`models.dnc.DNCConfig`).
         marker_channels: output channels that mark an event rather than carry data
             (repeat copy's end marker); the figures report their errors apart.
-        curriculum: the default `--curriculum` (sequences over which `progress`
-            goes from 0 to 1; 0: train on the full task from the start).
     """
 
     name: str
@@ -81,7 +79,6 @@ class BitTask:
     example: tuple
     architecture: str = "ntm"
     marker_channels: tuple = ()
-    curriculum: int = 0
 
     def batch(self, rng, batch_size, params, total_steps=None):
         return self.make(rng, batch_size, total_steps=total_steps, **params)
@@ -209,7 +206,7 @@ def add_arguments(parser, task):
     fit = parser.add_argument_group("training")
     fit.add_argument("--sequences", type=positive_int, default=task.sequences,
                      help="the training budget, in sequences")
-    fit.add_argument("--curriculum", type=non_negative_int, default=task.curriculum,
+    fit.add_argument("--curriculum", type=non_negative_int, default=0,
                      help="sequences over which the training sizes grow to the task's "
                      "(0: the full task from the start)")
     fit.add_argument("--learning-rate", type=positive_float,
@@ -256,13 +253,15 @@ def errors_and_cost(model, x, y, batch_size=500, marker_channels=()):
     from the Keras model."""
     ops = keras.ops
     logits = np.asarray(model.predict(x, batch_size=batch_size, verbose=0), "float32")
-    target = ops.convert_to_tensor(y)
-    tensor = ops.convert_to_tensor(logits)
-    counted = y[..., -1:]
-    wrong = ((logits > 0) != (y[..., :-1] > 0.5)) * counted
-    return (ops.convert_to_numpy(bit_errors(target, tensor)),
-            ops.convert_to_numpy(bits_per_sequence(target, tensor)),
-            wrong[..., list(marker_channels)].sum(axis=(1, 2)))
+
+    def errors_on(channels):  # `bit_errors` on these output channels alone
+        target = np.concatenate([y[..., :-1][..., channels], y[..., -1:]], axis=-1)
+        return ops.convert_to_numpy(bit_errors(ops.convert_to_tensor(target),
+                                               ops.convert_to_tensor(logits[..., channels])))
+
+    cost = bits_per_sequence(ops.convert_to_tensor(y), ops.convert_to_tensor(logits))
+    return (errors_on(slice(None)), ops.convert_to_numpy(cost),
+            errors_on(list(marker_channels)))
 
 
 def summarize(errors, cost, marker_errors=None):
