@@ -10,6 +10,7 @@ JSON, when training ran on another backend).
 """
 
 import argparse
+import copy
 import dataclasses
 import json
 import os
@@ -32,6 +33,7 @@ from keras_attn.training.callbacks import CtrlC, ResumeReport
 from keras_attn.training.task import RunMeta
 
 RUNS_ROOT = "runs"
+RESTART_SEED_STEP = 1000  # restart k trains from seed + 1000·k: runs of nearby seeds share none
 EXPORT_ROOT = "saved_models"
 MODEL_FILE, META_FILE = "model.keras", "meta.json"
 NAME_CHARACTERS = "letters, digits, '.', '_' and '-'"
@@ -49,6 +51,14 @@ def add_shared_arguments(parser, task):
         f"'{task.name}-<data file stem>' with your own)",
     )
     run.add_argument("--seed", type=non_negative_int, default=0)
+    if task.uses_fit:
+        run.add_argument(
+            "--restarts", type=positive_int, default=task.restarts,
+            help="train this many models (restart k from seed SEED + "
+            f"{RESTART_SEED_STEP}·k, the same data) and keep the one with the lowest "
+            f"training error, as the MemN2N paper picks among its runs (default: "
+            f"{task.restarts})",
+        )
     run.add_argument("--batch-size", type=positive_int, default=task.batch_size)
     run.add_argument(
         "--jit",
@@ -210,11 +220,11 @@ def load_run(run_dir):
 
 
 # -- callbacks -------------------------------------------------------------------------------
-def tensorboard_callbacks(run_dir, tensorboard=None):
-    """TensorBoard logs in `run_dir/logs` if asked (by default on the TF backend)."""
+def tensorboard_callbacks(run_dir, tensorboard=None, folder="logs"):
+    """TensorBoard logs in `run_dir/folder` if asked (by default on the TF backend)."""
     if tensorboard is None:
         tensorboard = keras.backend.backend() == "tensorflow"
-    return [keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"))] if tensorboard else []
+    return [keras.callbacks.TensorBoard(os.path.join(run_dir, folder))] if tensorboard else []
 
 
 def place(task, args):
@@ -223,11 +233,25 @@ def place(task, args):
                               task.uses_fit)
 
 
-def fit_in_process(task, args, callbacks=(), placement=None):
+def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
     """Devices, seed, precision, the task's data and model, and training, with no run
     folder (what `train` does before saving, and what a benchmark needs): returns
     `(data, config, model, record)`, `record` as `Task.fit`'s with the seconds
-    `fit` took, whether the step was compiled and where it ran (`distribution`)."""
+    `fit` took, whether the step was compiled and where it ran (`distribution`).
+
+    With `--restarts N` it trains N models on the same data, restart k from seed
+    `seed + RESTART_SEED_STEP · k`, and keeps the one with the lowest
+    `task.training_error`: Sukhbaatar et al. (2015, §4.2) "picked the one with
+    the lowest training error" of their runs. The held-out splits play no part in
+    the choice, so their figures stay unbiased. `record["restarts"]` lists every
+    restart's seed and training error.
+
+    With `run_dir`, each restart keeps a backup to resume from (`backup` for the
+    first, `backup-2`, `backup-3`, … after it) and TensorBoard logs (`logs`,
+    `logs-2`, …) when `args.tensorboard` asks for them. An interrupted run resumes
+    the restart it was in; the restarts before it, whose backups were deleted
+    when they finished, train again from their seeds.
+    """
     placement = placement or place(task, args)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -238,13 +262,54 @@ def fit_in_process(task, args, callbacks=(), placement=None):
         # XLA cannot reach a replica's random-seed state on another device.
         print("MirroredStrategy over several devices: the step runs without XLA (--no-jit)")
         jit = False
-    with placement.scope():
-        config, model = task.build_model(args, data, jit)
-        callbacks = [*callbacks, *task.callbacks(model, data, args)]
-        start = time.time()
-        record = task.fit(model, data, args, callbacks, verbosity(args))
+    restarts = getattr(args, "restarts", 1)
+    kept, tried = None, []
+    for k in range(restarts):
+        run_args, run_data = args, data
+        if restarts > 1:
+            # The task may write a run's state into its data (memn2n's schedule), and
+            # builds from `args.seed`: each restart gets its own of both.
+            run_args = copy.copy(args)
+            run_args.seed = args.seed + RESTART_SEED_STEP * k
+            run_data = copy.copy(data)
+            print(f"restart {k + 1} of {restarts} (seed {run_args.seed})", flush=True)
+            if k:
+                set_seed(run_args.seed)
+        resumed = None
+        run_callbacks = list(callbacks)
+        if run_dir is not None:
+            suffix = f"-{k + 1}" if k else ""
+            resumed = ResumeReport(os.path.join(run_dir, "backup" + suffix))
+            run_callbacks += [resumed, *tensorboard_callbacks(run_dir, args.tensorboard,
+                                                              "logs" + suffix)]
+        with placement.scope():
+            config, model = task.build_model(run_args, run_data, jit)
+            run_callbacks += task.callbacks(model, run_data, run_args)
+            start = time.time()
+            record = task.fit(model, run_data, run_args, run_callbacks, verbosity(args))
+        record["seconds"] = time.time() - start
+        if resumed is not None and resumed.initial_epoch:
+            record["resumed_from_epoch"] = resumed.initial_epoch + 1
+        if restarts == 1:
+            kept = (None, run_data, config, model, record)
+            break
+        # Ties (two restarts at 0 % training error) go to the lower training loss.
+        error = (task.training_error(record), float(record["records"]["history"]["loss"][-1]))
+        tried.append({"seed": run_args.seed, "training_error": error[0],
+                      "training_loss": error[1], "seconds": round(record["seconds"], 1)})
+        if kept is None or error < kept[0]:
+            kept = (error, run_data, config, model, record)
+        del model  # only the kept model stays in memory
+    _, data, config, model, record = kept
     distribution.gather(model)
-    record.update(seconds=time.time() - start, jit_compile=bool(jit))
+    record.update(jit_compile=bool(jit))
+    if restarts > 1:
+        best = min(tried, key=lambda t: (t["training_error"], t["training_loss"]))
+        record.update(restarts=tried, kept_seed=best["seed"],
+                      seconds=sum(t["seconds"] for t in tried))
+        print("restarts, training error: " + ", ".join(
+            f"{t['training_error']:.4f} (seed {t['seed']})" for t in tried)
+            + f"; kept seed {best['seed']}", flush=True)
     if placement.strategy != "none":
         record["distribution"] = placement.record()
     return data, config, model, record
@@ -267,22 +332,19 @@ def train(task, args):
               + ("" if args.no_export else f", export {os.path.join(args.output_dir, name)}"),
               flush=True)
     os.makedirs(run_dir, exist_ok=True)
-    resumed = ResumeReport(os.path.join(run_dir, "backup"))
-    # CtrlC first: its interrupt must come before any other callback's epoch end.
-    callbacks = [CtrlC(), resumed] + tensorboard_callbacks(run_dir, args.tensorboard)
     try:
-        data, config, model, record = fit_in_process(task, args, callbacks, placement)
+        # CtrlC first: its interrupt must come before any other callback's epoch end.
+        data, config, model, record = fit_in_process(task, args, [CtrlC()], placement,
+                                                     run_dir=run_dir)
     except KeyboardInterrupt:
         print(f"\ninterrupted: run the same command again to resume from the backup in "
-              f"{os.path.join(run_dir, 'backup')}", file=sys.stderr)
+              f"{run_dir}", file=sys.stderr)
         raise SystemExit(130) from None
     jit, seconds = record.pop("jit_compile"), record.pop("seconds")
     records = record.pop("records", {})
     training = {"backend": keras.backend.backend(), "seed": args.seed,
                 "batch_size": args.batch_size, "jit_compile": bool(jit),
                 "mixed_precision": bool(args.mixed_precision), "seconds": seconds, **record}
-    if resumed.initial_epoch:
-        training["resumed_from_epoch"] = resumed.initial_epoch + 1
     meta = RunMeta(task=task.name, name=name, config=config_dict(config),
                    settings=task.settings(args, data, config), data=data_source,
                    training=training)

@@ -73,6 +73,8 @@ class Task(abc.ABC):
             loop of `train_on_batch` sets `False`).
         assets: the files (or folders) `save_assets` writes into the run folder,
             which an export copies into its `assets.extra/`.
+        restarts: the default of `--restarts` (tasks that use `model.fit`): how
+            many models a run trains to keep the one of lowest `training_error`.
     """
 
     name: str
@@ -80,6 +82,7 @@ class Task(abc.ABC):
     batch_size: int = 32
     uses_fit: bool = True
     assets: tuple = ()
+    restarts: int = 1
 
     # -- flags -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -125,6 +128,11 @@ class Task(abc.ABC):
         arguments = distribution.even_fit_arguments(self.fit_arguments(model, data, args))
         history = model.fit(**arguments, callbacks=callbacks, verbose=verbose)
         return {"epochs": len(history.epoch), "records": {"history": history.history}}
+
+    def training_error(self, record: dict) -> float:
+        """What `--restarts` keeps the lowest of, from `fit`'s record: by default the
+        last epoch's training loss."""
+        return float(record["records"]["history"]["loss"][-1])
 
     def fit_arguments(self, model, data, args) -> dict:
         """The data and epochs of `model.fit` (`x`, `y`, `validation_data`, …)."""

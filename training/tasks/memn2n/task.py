@@ -408,6 +408,11 @@ class MemN2NTask(Task):
         return {"epochs": len(history.epoch), "train_loss": float(history.history["loss"][-1]),
                 "records": {"history": history.history}}
 
+    def training_error(self, record):
+        # The paper's rule is the training error: the share of training questions
+        # the last epoch answered wrong (with its random noise, as the paper trained).
+        return 1.0 - float(record["records"]["history"]["accuracy"][-1])
+
     def save_assets(self, run_dir, data, meta):
         data["vocab"].save(os.path.join(run_dir, "vocab.json"))
         babi.save_forms(babi.surface_forms(data["splits"]["train"]),

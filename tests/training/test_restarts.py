@@ -1,0 +1,148 @@
+"""`--restarts N`: N models on the same data, the one of lowest training error kept,
+each restart with its own seed and its own backup to resume from."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attn.training import cli, runner, tasks
+from keras_attn.training.task import Task
+
+
+class StopInRestart(keras.callbacks.Callback):
+    """Interrupts `fit` at the end of one epoch of one restart, as Ctrl-C would."""
+
+    def __init__(self, seed, epoch):
+        super().__init__()
+        self.seed, self.epoch = seed, epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+class NoisyLineTask(Task):
+    """A line fit from few noisy points with a big step: where training ends depends
+    on the initial weights, so restarts differ. It keeps each restart's weights and
+    training loss for the test to compare (a test task; real tasks keep no state)."""
+
+    name = "toy-restarts"
+    summary = "toy: restarts"
+    batch_size = 8
+
+    def __init__(self):
+        self.trained, self.starts, self.interrupt = {}, {}, None
+
+    def add_arguments(self, parser):
+        parser.add_argument("--epochs", type=int, default=4)
+
+    def prepare(self, args):
+        rng = np.random.default_rng(args.seed)
+        x = rng.uniform(-1, 1, (32, 2)).astype("float32")
+        return {"x": x, "y": np.tanh(3 * x @ np.array([[1.0], [-2.0]], "float32"))}
+
+    def build_model(self, args, data, jit_compile):
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(8, activation="tanh"),
+                                  keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.SGD(0.3), loss="mse")
+        self.starts[args.seed] = [w.copy() for w in model.get_weights()]
+        return {"units": 8}, model
+
+    def callbacks(self, model, data, args):
+        stop = self.interrupt
+        return [StopInRestart(*stop)] if stop and stop[0] == args.seed else []
+
+    def fit(self, model, data, args, callbacks, verbose):
+        record = super().fit(model, data, args, callbacks, verbose)
+        self.trained[args.seed] = ([w.copy() for w in model.get_weights()],
+                                   record["records"]["history"]["loss"][-1])
+        return record
+
+    def fit_arguments(self, model, data, args):
+        return {"x": data["x"], "y": data["y"], "batch_size": args.batch_size,
+                "epochs": args.epochs, "shuffle": True}
+
+    def settings(self, args, data, config):
+        return {}
+
+    def evaluate(self, model, meta, assets, args=None, data=None):
+        return {}
+
+    def export_archive(self, model, meta, assets):
+        raise NotImplementedError
+
+    def predict(self, version_dir, meta, args):
+        raise NotImplementedError
+
+
+@pytest.fixture
+def toy():
+    task = tasks.register(NoisyLineTask())
+    yield task
+    tasks.unregister(task.name)
+
+
+def _args(*flags):
+    return cli.build_parser().parse_args(
+        ["train", "toy-restarts", "--quiet", "--no-export", "--no-tensorboard", *flags])
+
+
+def test_restarts_train_from_their_own_seeds_and_keep_the_lowest_training_error(toy):
+    data, _, model, record = runner.fit_in_process(toy, _args("--restarts", "3", "--seed", "4"))
+    seeds = [4, 4 + runner.RESTART_SEED_STEP, 4 + 2 * runner.RESTART_SEED_STEP]
+    assert [r["seed"] for r in record["restarts"]] == seeds
+    # Each restart started from other weights, on the same data (the seed-4 split).
+    firsts = [toy.starts[s][0] for s in seeds]
+    assert not np.allclose(firsts[0], firsts[1]) and not np.allclose(firsts[1], firsts[2])
+    np.testing.assert_array_equal(data["x"], toy.prepare(_args("--seed", "4"))["x"])
+    losses = {s: toy.trained[s][1] for s in seeds}
+    assert [r["training_error"] for r in record["restarts"]] == [losses[s] for s in seeds]
+    assert len(set(losses.values())) == 3
+    best = min(losses, key=losses.get)
+    assert record["kept_seed"] == best
+    for kept, expected in zip(model.get_weights(), toy.trained[best][0], strict=True):
+        np.testing.assert_array_equal(kept, expected)
+    assert record["seconds"] == pytest.approx(sum(r["seconds"] for r in record["restarts"]))
+
+
+def test_one_restart_is_the_plain_run(toy):
+    _, _, model, record = runner.fit_in_process(toy, _args("--seed", "4"))
+    assert "restarts" not in record and "kept_seed" not in record
+    assert list(toy.trained) == [4]
+
+
+def test_restarts_must_be_a_positive_count(toy, capsys):
+    with pytest.raises(SystemExit):
+        _args("--restarts", "0")
+    assert "--restarts" in capsys.readouterr().err
+
+
+def test_the_ntm_tasks_which_train_in_their_own_loop_take_no_restarts():
+    parser = cli.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["train", "ntm-copy", "--restarts", "2"])
+    assert parser.parse_args(["train", "memn2n"]).restarts == tasks.get("memn2n").restarts
+
+
+def test_an_interrupted_restart_resumes_from_its_own_backup(toy, tmp_path, capsys):
+    run_dir = str(tmp_path / "run")
+    flags = ("--restarts", "2", "--epochs", "4", "--work-dir", run_dir)
+    second = runner.RESTART_SEED_STEP
+    toy.interrupt = (second, 1)  # the second restart stops after its epoch 2 of 4
+    with pytest.raises(SystemExit) as stopped:
+        runner.train(toy, _args(*flags))
+    assert stopped.value.code == 130
+    # The first restart finished (its backup deleted); the second's backup is its own.
+    assert not os.path.exists(os.path.join(run_dir, "backup"))
+    assert os.path.exists(os.path.join(run_dir, "backup-2"))
+    capsys.readouterr()
+
+    toy.interrupt = None
+    results = runner.train(toy, _args(*flags))
+    printed = capsys.readouterr().out
+    assert f"resuming from epoch 3 (the backup in {os.path.join(run_dir, 'backup-2')})" in printed
+    assert printed.count("resuming") == 1  # the first restart trained again from its seed
+    assert [r["seed"] for r in results["training"]["restarts"]] == [0, second]
+    assert not os.path.exists(os.path.join(run_dir, "backup-2"))
