@@ -60,7 +60,7 @@ def main():
               for part in ("train", "validation", "test")}
     names = {t: per_task[t]["name"] for t in tasks}
     data = dnc_task.prepared(splits, names, "babi")
-    task_args = cli.build_parser().parse_args(
+    task_args = cli.task_options(
         ["train", "dnc-babi", "--quiet", "--no-export", "--epochs", "1000000",
          "--steps-per-epoch", str(args.check_every), *task_flags])
     runner.set_seed(task_args.seed)

@@ -101,7 +101,7 @@ def run_family(name, precision, args, out_dir):
                  "--check-every", str(batch * (args.steps + args.warmup))]
     else:
         argv += ["--epochs", "1000"]  # StepClock stops it
-    task_args = cli.build_parser().parse_args(argv)
+    task_args = cli.task_options(argv)
     keras.config.set_dtype_policy(precision)
     task = tasks.get(task_args.task)
     clock = StepClock(args.warmup, args.steps)

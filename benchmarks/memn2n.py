@@ -49,7 +49,7 @@ PAPER_PE_LS_RN = {  # Sukhbaatar et al. 2015, Table 1, 1k, "PE LS RN": error %
 def _task_args(extra):
     from keras_attn.training import cli
 
-    return cli.build_parser().parse_args(
+    return cli.task_options(
         ["train", "memn2n", "--quiet", "--no-export", "--no-tensorboard", *extra])
 
 

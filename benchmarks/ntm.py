@@ -63,7 +63,7 @@ PAPER = {
 def task_args(task_name, extra):
     from keras_attn.training import cli
 
-    return cli.build_parser().parse_args(["train", task_name, "--quiet", "--no-export", *extra])
+    return cli.task_options(["train", task_name, "--quiet", "--no-export", *extra])
 
 
 def one_run(job):

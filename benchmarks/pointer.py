@@ -55,7 +55,7 @@ PAPER = {
 def task_args(name, extra=()):
     from keras_attn.training import cli
 
-    return cli.build_parser().parse_args(["train", name, "--quiet", "--no-export", *extra])
+    return cli.task_options(["train", name, "--quiet", "--no-export", *extra])
 
 
 def best_decoder(by_decoder):

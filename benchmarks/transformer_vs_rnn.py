@@ -90,12 +90,10 @@ def median_seconds_to_target(runs):
 
 
 def run_model(model_name, data, args, seed):
-    parser = cli.build_parser()
     extra = shlex.split(args.transformer_flags) if model_name == "transformer" else []
-    task_args = parser.parse_args(["train", "translator", "--model", model_name, "--epochs",
-                                   str(args.epochs), "--batch-size", str(args.batch_size),
-                                   *extra])
-    flags.resolve_defaults(task_args)
+    task_args = cli.task_options(["train", "translator", "--model", model_name, "--epochs",
+                                  str(args.epochs), "--batch-size", str(args.batch_size),
+                                  *extra])
     keras.utils.set_random_seed(seed)
     config, model = modeling.build_model(task_args, data)
     initialize_output_bias(model, tdata.target_token_counts(data))
@@ -164,11 +162,10 @@ def main(argv=None):
         parser.error(f"--seeds must be comma-separated integers; received {args.seeds!r}")
     runs = []
     for seed in seeds:
-        data_args = cli.build_parser().parse_args(
+        data_args = cli.task_options(
             ["train", "translator", "--train-size", str(args.train_size),
              "--test-size", str(args.eval_size), "--seed", str(seed)]
         )
-        flags.resolve_defaults(data_args)
         data = tdata.load_data(data_args)
         runs += [run_model(name, data, args, seed) for name in models]
 

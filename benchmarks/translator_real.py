@@ -36,6 +36,7 @@ Prints the figures and writes JSON (`--output`).
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -61,7 +62,7 @@ from keras_attn.models.transformer import TransformerConfig, build_transformer  
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
 from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
-from keras_attn.training.tasks.translator import flags, modeling  # noqa: E402
+from keras_attn.training.tasks.translator import modeling  # noqa: E402
 from keras_attn.training.tasks.translator.decoding import translate_texts  # noqa: E402
 from keras_attn.training.tasks.translator.parallel import normalize_text  # noqa: E402
 
@@ -179,7 +180,8 @@ def our_system(name, data, task_args, steps, seed):
     config, model = modeling.build_model(task_args, data)
     initialize_output_bias(model, tdata.target_token_counts(data))
     batches, _ = tdata.datasets(data, task_args.batch_size, seed, task_args.sort_window)
-    task_args.epochs = -(-steps // len(batches))  # what a cosine schedule would span
+    # What a cosine schedule would span.
+    task_args = dataclasses.replace(task_args, epochs=-(-steps // len(batches)))
     compile_translator(model, learning_rate=modeling.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
     meta = modeling.run_settings(task_args, data)
@@ -334,13 +336,11 @@ def main(argv=None):
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(train_lines) + "\n")
         task_args = {
-            name: cli.build_parser().parse_args(
+            name: cli.task_options(
                 ["train", "translator", "--data", path, "--reverse", "--model", name,
                  "--batch-size", str(args.batch_size), "--seed", str(args.seed)])
             for name in ("rnn", "transformer")
         }
-        for a in task_args.values():
-            flags.resolve_defaults(a)
         data = tdata.load_data(task_args["rnn"])
     train_pairs = data["splits"]["train"]
     print(f"{len(train_pairs)} training pairs, {len(test)} test pairs; backend "

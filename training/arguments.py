@@ -27,6 +27,7 @@ def _checked(kind, accept, expected):
         return value
 
     parse.__name__ = expected  # what argparse would name the type
+    parse.__annotations__ = {"return": kind}  # the options' field type (training.options)
     return parse
 
 

@@ -34,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402  (after TensorFlow's log level)
 
 import keras_attn  # noqa: E402
-from keras_attn.training import runner, tasks  # noqa: E402
+from keras_attn.training import options, runner, tasks  # noqa: E402
 from keras_attn.training.arguments import port  # noqa: E402
 from keras_attn.training.plotting import require_matplotlib  # noqa: E402
 from keras_attn.training.task import RunMeta  # noqa: E402
@@ -136,9 +136,11 @@ def build_parser():
         task.add_arguments(sub)
         runner.add_shared_arguments(sub, task)
         _backend_flag(sub, argparse.SUPPRESS)
+        options.attach(sub, _class_name(name, "TrainOptions"))
         sub = evaluate_tasks.add_parser(name, help=task.summary)
         runner.add_evaluate_arguments(sub, task)
         _backend_flag(sub, argparse.SUPPRESS)
+        options.attach(sub, _class_name(name, "EvaluateOptions"))
         sub = export_tasks.add_parser(name, help=task.summary)
         runner.add_export_arguments(sub)
         sub.add_argument("--json", action="store_true",
@@ -168,6 +170,22 @@ def build_parser():
         help="the export root as the server sees it, e.g. /models where a container mounts "
         "it (default: its absolute path here)")
     return parser
+
+
+def _class_name(task_name, suffix):
+    return "".join(part[:1].upper() + part[1:] for part in task_name.split("-")) + suffix
+
+
+def task_options(argv):
+    """`train TASK …` or `evaluate TASK …` parsed into the task's frozen options, with
+    its defaults that depend on other flags resolved (what `main` passes to the
+    runner; benchmarks and tests call it with their own lines)."""
+    args = build_parser().parse_args(argv)
+    if args.command not in ("train", "evaluate"):
+        raise ValueError(f"task_options: argv must start with 'train' or 'evaluate'; "
+                         f"received {argv[:1]}")
+    frozen = options.freeze(args)
+    return tasks.get(args.task).resolve(frozen) if args.command == "train" else frozen
 
 
 def list_layers(out=None):
@@ -217,6 +235,7 @@ def predict(args, parser, command):
     task.add_predict_arguments(task_parser)
     task_parser.add_argument("--plot", help="save a figure of the attention here (matplotlib)")
     _backend_flag(task_parser, argparse.SUPPRESS)
+    options.attach(task_parser, _class_name(meta.task, "PredictOptions"))
     task_args, unknown = task_parser.parse_known_args(args.rest)
     if unknown:
         flags = [a for action in task_parser._actions for a in action.option_strings
@@ -225,6 +244,7 @@ def predict(args, parser, command):
         raise SystemExit(f"predict: a {meta.task} export takes {flags}"
                          + (f" and {positional[0]}" if positional else "")
                          + f"; received {unknown}")
+    task_args = options.freeze(task_args)
     if task_args.plot:
         require_matplotlib()
     task.check_predict_arguments(meta, task_args)
@@ -256,9 +276,9 @@ def main(argv=None, may_restart=False):
     if args.command in ("train", "evaluate", "export"):
         task = tasks.get(args.task)
         if args.command == "train":
-            runner.train(task, args)
+            runner.train(task, task.resolve(options.freeze(args)))
         elif args.command == "evaluate":
-            runner.evaluate(task, args)
+            runner.evaluate(task, options.freeze(args))
         else:
             path = runner.export(args.run_dir, args.output_dir)
             print(json.dumps({"export": path}) if args.json else f"exported to {path}")

@@ -27,7 +27,7 @@ from keras.src.backend.common import global_state
 from keras.src.random import seed_generator
 from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
 
-from keras_attn.training import distribution, tasks
+from keras_attn.training import distribution, options, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.callbacks import CtrlC, ResumeReport
 from keras_attn.training.task import RunMeta
@@ -57,7 +57,7 @@ def add_shared_arguments(parser, task):
             help="train this many models (restart k from seed SEED + "
             f"{RESTART_SEED_STEP}·k, the same data) and keep the one with the lowest "
             f"training error, as the MemN2N paper picks among its runs (default: "
-            f"{task.restarts})",
+            f"{task.restarts if task.restarts is not None else task.restarts_default})",
         )
     run.add_argument("--batch-size", type=positive_int, default=task.batch_size)
     run.add_argument(
@@ -91,7 +91,7 @@ def jit_default_help(task):
     return "on with " + ", ".join(on) if on else "off"
 
 
-def model_name(text):
+def model_name(text) -> str:
     """`--name`: a folder name TF Serving accepts as a model name."""
     if not text or not all(c.isalnum() or c in "._-" for c in text) or text[0] in ".-":
         raise argparse.ArgumentTypeError(
@@ -252,6 +252,7 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
     the restart it was in; the restarts before it, whose backups were deleted
     when they finished, train again from their seeds.
     """
+    options.require(args, "fit_in_process")
     placement = placement or place(task, args)
     if args.mixed_precision:
         keras.config.set_dtype_policy("mixed_float16")
@@ -269,8 +270,7 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
         if restarts > 1:
             # The task may write a run's state into its data (memn2n's schedule), and
             # builds from `args.seed`: each restart gets its own of both.
-            run_args = copy.copy(args)
-            run_args.seed = args.seed + RESTART_SEED_STEP * k
+            run_args = dataclasses.replace(args, seed=args.seed + RESTART_SEED_STEP * k)
             run_data = copy.copy(data)
             print(f"restart {k + 1} of {restarts} (seed {run_args.seed})", flush=True)
             if k:
@@ -317,7 +317,9 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
 
 # -- the commands ----------------------------------------------------------------------------
 def train(task, args):
-    """`keras-attn train TASK`: returns a dict of what ran, the figures and the export."""
+    """`keras-attn train TASK`: returns a dict of what ran, the figures and the export.
+    `args` are the task's frozen options (`cli.task_options`)."""
+    options.require(args, "train")
     data_source = task.data_source(args)
     name = args.name or default_name(task, args)
     run_dir = args.work_dir or os.path.join(RUNS_ROOT, name)
@@ -325,7 +327,8 @@ def train(task, args):
     if not placement.is_chief:
         # Every process computes the same (the collectives need them all); only
         # process 0 keeps what it writes.
-        run_dir, args.no_export, args.tensorboard = tempfile.mkdtemp(), True, False
+        run_dir = tempfile.mkdtemp()
+        args = dataclasses.replace(args, no_export=True, tensorboard=False)
     else:
         check_publishing(task, args, name, data_source)
         print(f"model {name!r}: run folder {run_dir}"
@@ -380,7 +383,8 @@ def trained_line(training):
 
 
 def evaluate(task, args):
-    """`keras-attn evaluate TASK --run-dir DIR`."""
+    """`keras-attn evaluate TASK --run-dir DIR`, `args` frozen as `cli.task_options`'s."""
+    options.require(args, "evaluate")
     meta, model, assets, run_task = load_run(args.run_dir)
     if run_task.name != task.name:
         raise SystemExit(f"evaluate {task.name}: {args.run_dir} holds a {run_task.name} run")

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from keras_attn.training import distribution
+from keras_attn.training.options import Options
 
 FORMAT = 2  # RunMeta's layout; bumped when a field's meaning changes
 
@@ -74,7 +75,9 @@ class Task(abc.ABC):
         assets: the files (or folders) `save_assets` writes into the run folder,
             which an export copies into its `assets.extra/`.
         restarts: the default of `--restarts` (tasks that use `model.fit`): how
-            many models a run trains to keep the one of lowest `training_error`.
+            many models a run trains to keep the one of lowest `training_error`;
+            `None` leaves it to `resolve`, and `restarts_default` says the rule in
+            `--help`.
     """
 
     name: str
@@ -82,7 +85,8 @@ class Task(abc.ABC):
     batch_size: int = 32
     uses_fit: bool = True
     assets: tuple = ()
-    restarts: int = 1
+    restarts: int | None = 1
+    restarts_default: str = ""
 
     # -- flags -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -103,22 +107,28 @@ class Task(abc.ABC):
         `torch.compile` failed on the DNC's step)."""
         return backend != "torch"
 
+    def resolve(self, options):
+        """The options with the defaults that depend on other flags filled in, once,
+        where the command line becomes options (`cli.task_options`); a
+        `dataclasses.replace` copy. By default they are as parsed."""
+        return options
+
     # -- data and model ----------------------------------------------------------------
-    def base_name(self, args: argparse.Namespace) -> str:
+    def base_name(self, args: Options) -> str:
         """The model's name with the built-in data (the task's name by default)."""
         return self.name
 
-    def data_source(self, args: argparse.Namespace) -> dict:
+    def data_source(self, args: Options) -> dict:
         """Where `args` take the data from; `path` (a file or folder) for a user's own
         data, which names the model (`<base name>-<stem>`) unless `--name` is given."""
         return {"source": "built-in"}
 
     @abc.abstractmethod
-    def prepare(self, args: argparse.Namespace) -> Any:
+    def prepare(self, args: Options) -> Any:
         """Loads or generates the data (and prints what it holds)."""
 
     @abc.abstractmethod
-    def build_model(self, args: argparse.Namespace, data: Any, jit_compile: bool):
+    def build_model(self, args: Options, data: Any, jit_compile: bool):
         """`(config, model)`: the config dataclass and the compiled model."""
 
     def fit(self, model, data, args, callbacks, verbose) -> dict:
@@ -143,7 +153,7 @@ class Task(abc.ABC):
         return []
 
     @abc.abstractmethod
-    def settings(self, args: argparse.Namespace, data: Any, config) -> dict:
+    def settings(self, args: Options, data: Any, config) -> dict:
         """`RunMeta.settings`: what evaluating, exporting and predicting need."""
 
     def save_assets(self, run_dir: str, data: Any, meta: RunMeta) -> None:
@@ -171,7 +181,7 @@ class Task(abc.ABC):
         the runner writes it as the next version, atomically."""
 
     @abc.abstractmethod
-    def predict(self, version_dir: str, meta: RunMeta, args: argparse.Namespace) -> Any:
+    def predict(self, version_dir: str, meta: RunMeta, args: Options) -> Any:
         """Runs the export on the inputs `args` give (TensorFlow only), prints the
         result and returns what `plot` draws."""
 
@@ -179,7 +189,7 @@ class Task(abc.ABC):
         """Draws `predict`'s result (the attention) to `path`."""
         raise SystemExit(f"predict: a {self.name} export has no figure")
 
-    def check_predict_arguments(self, meta: RunMeta, args: argparse.Namespace) -> None:
+    def check_predict_arguments(self, meta: RunMeta, args: Options) -> None:
         """Refuses inputs the export cannot take, before TensorFlow loads it."""
         return None  # optional: nothing by default
 

@@ -33,7 +33,7 @@ def main(weights_path, argv):
         return out
 
     runner.fit_in_process = keeping_the_model
-    args = cli.build_parser().parse_args(argv)
+    args = cli.task_options(argv)
     runner.train(tasks.get(args.task), args)
     weights = [np.asarray(w) for w in trained["model"].get_weights()]
     np.savez(weights_path, *weights)

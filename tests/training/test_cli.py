@@ -161,11 +161,7 @@ def test_dropout_flag_is_a_probability(capsys):
 
 
 def _resolved_translator_args(argv):
-    from keras_attn.training.tasks.translator.flags import resolve_defaults
-
-    args = cli.build_parser().parse_args(argv)
-    resolve_defaults(args)
-    return args
+    return cli.task_options(argv)
 
 
 def test_transformer_cosine_schedule_warms_up_then_decays_to_zero():

@@ -76,7 +76,7 @@ def test_the_default_split_trains_on_90_percent_of_each_tasks_stories(tmp_path):
     data.mkdir()
     for task, name in ((1, "single-supporting-fact"), (6, "yes-no-questions")):
         _write_task(data, task, name, generate_questions(task, 400, seed=task), "train")
-    args = cli.build_parser().parse_args(["train", "memn2n", "--data-dir", str(data)])
+    args = cli.task_options(["train", "memn2n", "--data-dir", str(data)])
     splits = task_module.load_questions(args)[0]
     for task in (1, 6):
         stories = {side: {q.story_id for q in splits[side] if q.task == task}
@@ -95,7 +95,7 @@ def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_voc
     data = tmp_path / "babi"
     data.mkdir()
     _write_task(data, 1, "single-supporting-fact", generate_questions(1, 60, seed=0), "train")
-    args = cli.build_parser().parse_args(
+    args = cli.task_options(
         ["train", "memn2n", "--data-dir", str(data), "--tasks", "1", *flags])
     prepared = task_module.prepare(args)
     vocabulary = sorted(set(prepared["vocab"].index.values()) - {0})

@@ -108,7 +108,7 @@ def test_the_training_loop_follows_the_curriculum(monkeypatch):
     spec = dataclasses.replace(
         task, draw=lambda rng, progress=1.0: sizes.append(progress) or real(rng, progress))
     bit_task = ntm.BitSequenceTask(spec)
-    args = cli.build_parser().parse_args(
+    args = cli.task_options(
         ["train", "ntm-priority-sort", *SMALL, "--sequences", "32", "--check-every", "8",
          "--curriculum", "16", "--target-errors", "0", "--test-sequences", "1"])
 

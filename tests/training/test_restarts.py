@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn.training import cli, runner, tasks
-from keras_attn.training.task import Task
+from keras_attn.training import cli, runner
+from tests.training.toy_tasks import TrainOnlyTask, registered
 
 
 class StopInRestart(keras.callbacks.Callback):
@@ -23,7 +23,7 @@ class StopInRestart(keras.callbacks.Callback):
             raise KeyboardInterrupt
 
 
-class NoisyLineTask(Task):
+class NoisyLineTask(TrainOnlyTask):
     """A line fit from few noisy points with a big step: where training ends depends
     on the initial weights, so restarts differ. It keeps each restart's weights and
     training loss for the test to compare (a test task; real tasks keep no state)."""
@@ -64,28 +64,15 @@ class NoisyLineTask(Task):
         return {"x": data["x"], "y": data["y"], "batch_size": args.batch_size,
                 "epochs": args.epochs, "shuffle": True}
 
-    def settings(self, args, data, config):
-        return {}
-
-    def evaluate(self, model, meta, assets, args=None, data=None):
-        return {}
-
-    def export_archive(self, model, meta, assets):
-        raise NotImplementedError
-
-    def predict(self, version_dir, meta, args):
-        raise NotImplementedError
-
 
 @pytest.fixture
 def toy():
-    task = tasks.register(NoisyLineTask())
-    yield task
-    tasks.unregister(task.name)
+    with registered(NoisyLineTask()) as task:
+        yield task
 
 
 def _args(*flags):
-    return cli.build_parser().parse_args(
+    return cli.task_options(
         ["train", "toy-restarts", "--quiet", "--no-export", "--no-tensorboard", *flags])
 
 
@@ -123,7 +110,19 @@ def test_the_ntm_tasks_which_train_in_their_own_loop_take_no_restarts():
     parser = cli.build_parser()
     with pytest.raises(SystemExit):
         parser.parse_args(["train", "ntm-copy", "--restarts", "2"])
-    assert parser.parse_args(["train", "memn2n"]).restarts == tasks.get("memn2n").restarts
+
+
+@pytest.mark.parametrize("flags, restarts", [
+    (["memn2n", "--data-dir", "babi", "--tasks", "13"], 3),  # one bAbI task: the paper's way
+    (["memn2n", "--data-dir", "babi", "--tasks", "13", "--restarts", "1"], 1),
+    (["memn2n", "--data-dir", "babi", "--tasks", "1,2"], 1),  # jointly
+    (["memn2n", "--data-dir", "babi"], 1),
+    (["memn2n"], 1),  # the built-in stories
+    (["dnc-babi", "--data-dir", "babi", "--tasks", "13"], 1),
+    (["translator", "--restarts", "2"], 2),
+])
+def test_the_default_restarts(flags, restarts):
+    assert cli.task_options(["train", *flags]).restarts == restarts
 
 
 def test_an_interrupted_restart_resumes_from_its_own_backup(toy, tmp_path, capsys):

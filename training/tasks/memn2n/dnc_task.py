@@ -77,6 +77,7 @@ class DNCBabiTask(MemN2NTask):
 
     name = "dnc-babi"
     summary = "differentiable neural computer, bAbI-format QA, word by word (Graves et al. 2016)"
+    restarts, restarts_default = 1, ""  # a DNC run is hours: one unless asked
 
     def add_arguments(self, parser):
         add_arguments(parser)

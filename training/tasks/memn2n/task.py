@@ -8,6 +8,7 @@ the final figure.
 """
 
 import argparse
+import dataclasses
 import os
 import weakref
 
@@ -354,8 +355,21 @@ class MemN2NTask(Task):
     batch_size = 32
     assets = ("vocab.json", "forms.json", "test")
 
+    # One bAbI task is trained as the paper reports it: the lowest training error of
+    # several runs (its best of 10; 3 here, a third of a single run's spread, measured
+    # in docs/results.md). Jointly, and on the built-in stories, one run.
+    restarts = None
+    restarts_default = "3 for one bAbI task (--data-dir with --tasks N), else 1"
+    single_task_restarts = 3
+
     def add_arguments(self, parser):
         add_arguments(parser)
+
+    def resolve(self, options):
+        if options.restarts is not None:
+            return options
+        single = bool(options.data_dir) and options.tasks.strip().isdigit()
+        return dataclasses.replace(options, restarts=self.single_task_restarts if single else 1)
 
     def add_evaluate_arguments(self, parser):
         parser.add_argument("--data", help="a bAbI-format file, or a folder of qaN_*_test.txt "

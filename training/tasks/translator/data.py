@@ -11,7 +11,7 @@ from keras_attn.training.text import END_ID, UNK_ID, Vocabulary
 def load_data(args):
     """Splits, vocabularies, lengths and preprocessing options for this run.
 
-    `args` must have been through `resolve_defaults`.
+    `args` are the task's resolved options (`TranslatorTask.resolve`).
     """
     if args.data:
         try:

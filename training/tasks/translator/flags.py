@@ -1,8 +1,10 @@
 """The `translator` task's flags and their data-dependent defaults (`PROFILES`):
 the built-in dates, or real sentences with `--data`. Resolved once, at the task's
-entry (`resolve_defaults`)."""
+edge, where the command line becomes options (`resolve_defaults`, the task's
+`resolve`)."""
 
 import argparse
+import dataclasses
 
 from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.training.arguments import (
@@ -162,11 +164,14 @@ def add_arguments(parser):
     out.add_argument("--length-penalty", type=non_negative_float, default=0.0, help="GNMT α")
 
 
-def resolve_defaults(args):
-    """Fills every flag left unset with its profile's value (dates, or text with
-    `--data`); returns the profile's name."""
-    kind = "text" if args.data else "dates"
-    for name, value in PROFILES[kind].items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
-    return kind
+def profile_of(options):
+    """The flags' profile: `"text"` with `--data`, else `"dates"`."""
+    return "text" if options.data else "dates"
+
+
+def resolve_defaults(options):
+    """The options with every flag left unset at its profile's value (dates, or text
+    with `--data`)."""
+    unset = {name: value for name, value in PROFILES[profile_of(options)].items()
+             if getattr(options, name) is None}
+    return dataclasses.replace(options, **unset)

@@ -18,7 +18,7 @@ def learning_rate(args, steps_per_epoch):
     at zero on the run's last step; `--schedule constant` is `--learning-rate`
     throughout. The RNN on the built-in dates keeps its constant rate (its
     schedule was tuned there; docs/results); on real text both models warm up.
-    `args` must have been through `flags.resolve_defaults`.
+    `args` are the task's resolved options (`TranslatorTask.resolve`).
     """
     peak = args.learning_rate or (
         DEFAULT_LEARNING_RATE if args.model == "rnn" or not args.data else TEXT_TRANSFORMER_RATE

@@ -28,6 +28,7 @@ from keras_attn.training.tasks.translator.decoding import (
 from keras_attn.training.tasks.translator.flags import (
     MODEL_NAMES,
     add_arguments,
+    profile_of,
     resolve_defaults,
 )
 from keras_attn.training.tasks.translator.modeling import build_model, learning_rate, run_settings
@@ -61,11 +62,14 @@ class TranslatorTask(Task):
             raise SystemExit(f"--data: {args.data!r} is a folder; expected a TSV file")
         return {"source": "file", "path": os.path.abspath(args.data), "reverse": args.reverse}
 
+    def resolve(self, options):
+        return resolve_defaults(options)
+
     def base_name(self, args):
         return MODEL_NAMES[args.model]
 
     def prepare(self, args):
-        kind = resolve_defaults(args)
+        kind = profile_of(args)
         data = load_data(args)
         splits = data["splits"]
         print(
