@@ -286,7 +286,12 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
             config, model = task.build_model(run_args, run_data, jit)
             run_callbacks += task.callbacks(model, run_data, run_args)
             start = time.time()
-            record = task.fit(model, run_data, run_args, run_callbacks, verbosity(args))
+            try:
+                record = task.fit(model, run_data, run_args, run_callbacks, verbosity(args))
+            except KeyboardInterrupt as stop:
+                # `train` names the backup this restart resumes from.
+                stop.backup_dir = resumed.backup_dir if resumed is not None else None
+                raise
         record["seconds"] = time.time() - start
         if resumed is not None and resumed.initial_epoch:
             record["resumed_from_epoch"] = resumed.initial_epoch + 1
@@ -339,9 +344,10 @@ def train(task, args):
         # CtrlC first: its interrupt must come before any other callback's epoch end.
         data, config, model, record = fit_in_process(task, args, [CtrlC()], placement,
                                                      run_dir=run_dir)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        backup = getattr(stop, "backup_dir", None) or os.path.join(run_dir, "backup")
         print(f"\ninterrupted: run the same command again to resume from the backup in "
-              f"{run_dir}", file=sys.stderr)
+              f"{backup}", file=sys.stderr)
         raise SystemExit(130) from None
     jit, seconds = record.pop("jit_compile"), record.pop("seconds")
     records = record.pop("records", {})

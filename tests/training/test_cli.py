@@ -62,10 +62,12 @@ def test_backend_flag_applies_before_keras_starts(tmp_path, launcher):
     script = os.path.join(os.path.dirname(sys.executable), "keras-attn")
     start = [script] if launcher == "script" else [sys.executable, "-m", "keras_attn.training.cli"]
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    # The smallest memory network: what it checks is where the backend came from (the
+    # translator's JAX decoding, which compiles for minutes, is test_train_cli's).
     result = subprocess.run(
-        [*start, "train", "translator", "--train-size", "64", "--test-size", "8", "--epochs",
-         "1", "--embedding-dim", "4", "--encoder-units", "4", "--decoder-units", "8",
-         "--attention-units", "4", "--no-export", "--work-dir", str(tmp_path / "run"),
+        [*start, "train", "memn2n", "--kinds", "1", "--train-questions", "64",
+         "--test-questions", "8", "--epochs", "1", "--embedding-dim", "4", "--hops", "1",
+         "--memory-size", "10", "--no-export", "--work-dir", str(tmp_path / "run"),
          "--backend", "jax"],
         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
     )

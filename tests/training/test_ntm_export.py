@@ -28,7 +28,9 @@ def trained(request, tmp_path_factory):
     cli.main(["train", name, "--memory-size", "16", "--memory-width", "6",
               "--controller-units", "16", "--batch-size", "4", "--sequences", "8",
               "--check-every", "4", "--test-sequences", "2", "--patience", "0",
-              "--work-dir", work, "--output-dir", out, "--quiet"])
+              # XLA would compile each test length for minutes; the export is under test
+              # (it traces its own graph), and test_ntm_cli trains with the default.
+              "--no-jit", "--work-dir", work, "--output-dir", out, "--quiet"])
     return {"name": name, "work": work, "export": os.path.join(out, name, "1"), "root": out}
 
 

@@ -133,6 +133,8 @@ def test_an_interrupted_restart_resumes_from_its_own_backup(toy, tmp_path, capsy
     with pytest.raises(SystemExit) as stopped:
         runner.train(toy, _args(*flags))
     assert stopped.value.code == 130
+    assert capsys.readouterr().err.strip().endswith(
+        f"resume from the backup in {os.path.join(run_dir, 'backup-2')}")
     # The first restart finished (its backup deleted); the second's backup is its own.
     assert not os.path.exists(os.path.join(run_dir, "backup"))
     assert os.path.exists(os.path.join(run_dir, "backup-2"))
