@@ -184,6 +184,11 @@ def task_options(argv):
     if args.command not in ("train", "evaluate"):
         raise ValueError(f"task_options: argv must start with 'train' or 'evaluate'; "
                          f"received {argv[:1]}")
+    return _frozen(args)
+
+
+def _frozen(args):
+    """The parsed `train`/`evaluate` line as the task's options (`train`'s resolved)."""
     frozen = options.freeze(args)
     return tasks.get(args.task).resolve(frozen) if args.command == "train" else frozen
 
@@ -276,9 +281,9 @@ def main(argv=None, may_restart=False):
     if args.command in ("train", "evaluate", "export"):
         task = tasks.get(args.task)
         if args.command == "train":
-            runner.train(task, task.resolve(options.freeze(args)))
+            runner.train(task, _frozen(args))
         elif args.command == "evaluate":
-            runner.evaluate(task, options.freeze(args))
+            runner.evaluate(task, _frozen(args))
         else:
             path = runner.export(args.run_dir, args.output_dir)
             print(json.dumps({"export": path}) if args.json else f"exported to {path}")

@@ -303,18 +303,16 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
         tried.append({"seed": run_args.seed, "training_error": error[0],
                       "training_loss": error[1], "seconds": round(record["seconds"], 1)})
         if kept is None or error < kept[0]:
-            kept = (error, run_data, config, model, record)
+            kept = (error, run_data, config, model, record | {"kept_seed": run_args.seed})
         del model  # only the kept model stays in memory
     _, data, config, model, record = kept
     distribution.gather(model)
     record.update(jit_compile=bool(jit))
     if restarts > 1:
-        best = min(tried, key=lambda t: (t["training_error"], t["training_loss"]))
-        record.update(restarts=tried, kept_seed=best["seed"],
-                      seconds=sum(t["seconds"] for t in tried))
+        record.update(restarts=tried, seconds=sum(t["seconds"] for t in tried))
         print("restarts, training error: " + ", ".join(
             f"{t['training_error']:.4f} (seed {t['seed']})" for t in tried)
-            + f"; kept seed {best['seed']}", flush=True)
+            + f"; kept seed {record['kept_seed']}", flush=True)
     if placement.strategy != "none":
         record["distribution"] = placement.record()
     return data, config, model, record
