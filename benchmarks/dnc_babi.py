@@ -65,14 +65,14 @@ def main():
          "--steps-per-epoch", str(args.check_every), *task_flags])
     runner.set_seed(task_args.seed)
     task = dnc_task.DNCBabiTask()
-    config, model = task.build_model(task_args, data, runner.resolve_jit(task, task_args.jit))
-    settings = task.settings(task_args, data, config)
+    model = task.build_model(task_args, data, runner.resolve_jit(task, task_args.jit))
+    settings = task.settings(task_args, data, model)
     rng = np.random.default_rng(0)
     curve_questions = [q for t in tasks for q in
                        rng.permutation(np.array(per_task[t]["validation"], dtype=object))
                        [:args.curve_questions].tolist()]
     print(f"{len(splits['train'])} training questions from tasks {tasks}; vocabulary "
-          f"{len(data['vocab'])}; backend {keras.backend.backend()}; "
+          f"{len(data.vocab)}; backend {keras.backend.backend()}; "
           f"{model.count_params()} parameters; budget {args.minutes:g} min", flush=True)
 
     curve = []
@@ -85,7 +85,7 @@ def main():
             self.batches += 1
 
         def on_epoch_end(self, epoch, logs=None):
-            figures = task.figures(self.model, data["vocab"], settings, curve_questions)
+            figures = task.figures(self.model, data.vocab, settings, curve_questions)
             point = {"batches": self.batches,
                      "questions": self.batches * task_args.batch_size,
                      "seconds": round(time.time() - start, 1),
@@ -100,18 +100,18 @@ def main():
 
     budget = TimeBudget(args.minutes * 60)
     train = EndlessBatches(words.QuestionBatches(
-        *words.encode(splits["train"], data["vocab"], task_args.max_story_words),
+        *words.encode(splits["train"], data.vocab, task_args.max_story_words),
         task_args.batch_size, dnc_task.BUCKET, shuffle=True, seed=task_args.seed))
     model.fit(train, epochs=task_args.epochs, steps_per_epoch=args.check_every,
               callbacks=[budget, Curve()], verbose=0)
     seconds = time.time() - start
-    test = task.figures(model, data["vocab"], settings, splits["test"])
+    test = task.figures(model, data.vocab, settings, splits["test"])
     kind = sorted({per_task[t]["kind"] for t in tasks})
     print_figures(f"test ({', '.join(kind)}) after {seconds / 60:.1f} min:", test, names)
     print(f"DNC paper (10k joint): mean {PAPER_MEAN_ERROR} %, {PAPER_FAILED} failed")
     result = header("dnc_babi", args) | {
         "command": " ".join(["python", "benchmarks/dnc_babi.py", *sys.argv[1:]]),
-        "task_flags": task_flags, "model": vars(config),
+        "task_flags": task_flags, "model": runner.model_config(model),
         "training_questions": len(splits["train"]), "figure_on": kind,
         "seconds": round(seconds, 1), "curve": curve, "test": test,
         "paper": {"mean_error": PAPER_MEAN_ERROR / 100, "failed": PAPER_FAILED},

@@ -106,7 +106,7 @@ def run_family(name, precision, args, out_dir):
     task = tasks.get(task_args.task)
     clock = StepClock(args.warmup, args.steps)
     try:
-        data, config, model, record = runner.fit_in_process(task, task_args, [clock])
+        data, model, record = runner.fit_in_process(task, task_args, [clock])
     finally:
         keras.config.set_dtype_policy("float32")
     if clock.times:
@@ -133,7 +133,7 @@ def _tokens_per_example(task_name, data):
     """Mean target tokens an example carries (the translator), else None."""
     if task_name != "translator":
         return None
-    targets = data["train_ids"][1]
+    targets = data.train_ids[1]
     return float(np.mean([len(t) + 1 for t in targets]))
 
 

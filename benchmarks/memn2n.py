@@ -108,20 +108,20 @@ def one_run(job):
             splits[part] += job["splits"][task][part]
     names = {t: job["splits"][t]["name"] for t in job["tasks"]}
     data = memn2n.prepared(splits, names, "babi", args)
-    vocab = data["vocab"]
+    vocab = data.vocab
     task = tasks.get("memn2n")
-    config, model = task.build_model(args, data, runner.resolve_jit(task, args.jit))
+    model = task.build_model(args, data, runner.resolve_jit(task, args.jit))
     callbacks = task.callbacks(model, data, args)
     start = time.time()
     record = task.fit(model, data, args, callbacks, verbose=0)
     seconds = time.time() - start
-    settings = task.settings(args, data, config)
+    settings = task.settings(args, data, model)
     validation = memn2n.figures(model, vocab, settings, splits["validation"])
     test = memn2n.figures(model, vocab, settings, splits["test"])
     return {
         "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
         "backend": keras.backend.backend(),
-        "linear_start_epochs": data["schedule"].softmax_epoch,
+        "linear_start_epochs": record["linear_start_epochs"],
         "train_accuracy": float(record["records"]["history"]["accuracy"][-1]),
         "validation": validation, "test": test,
     }

@@ -7,10 +7,10 @@ Side by side, in one run, on the copy task (8-bit vectors, `--length` of them, a
 delimiter, the copy: `2 · length + 1` steps), a full training step each
 (forward, backward, RMSprop with momentum 0.9, gradients clipped to norm 10):
 
-* **DNC**: ours (`models.dnc.build_dnc`) against the `dnc` package of the package
+* **DNC**: ours (`models.dnc.DNCSequenceModel`) against the `dnc` package of the package
   registry (ixaxaar/pytorch-dnc, `dnc.DNC`), both an LSTM controller of 100 units
   (one layer), a memory of 64 × 20 and one read head.
-* **NTM**: ours (`models.ntm.build_ntm`) against a PyTorch NTM written here after
+* **NTM**: ours (`models.ntm.NTMSequenceModel`) against a PyTorch NTM written here after
   pytorch-ntm's design (loudinthecloud/pytorch-ntm: an `LSTMCell` controller of 100
   fed the input and the last read, one read and one write head, content then
   location addressing with a shift of ±1 and sharpening, a memory of 128 × 20; no
@@ -69,14 +69,11 @@ def copy_data(batch_size, length, seed=0):
 def keras_step(model_name, batch_size, length):
     import keras  # noqa: F401  (the backend is set by the environment)
 
-    from keras_attn.models.dnc import DNCConfig, build_dnc
-    from keras_attn.models.ntm import NTMConfig, build_ntm, compile_ntm
+    from keras_attn.models.dnc import DNCSequenceModel
+    from keras_attn.models.ntm import NTMSequenceModel, compile_ntm
 
-    sizes = SIZES[model_name]
-    if model_name == "dnc":
-        model = build_dnc(DNCConfig(input_bits=BITS + 1, output_bits=BITS, **sizes))
-    else:
-        model = build_ntm(NTMConfig(input_bits=BITS + 1, output_bits=BITS, **sizes))
+    model_class = DNCSequenceModel if model_name == "dnc" else NTMSequenceModel
+    model = model_class(input_bits=BITS + 1, output_bits=BITS, **SIZES[model_name])
     compile_ntm(model, learning_rate=LEARNING_RATE, clipnorm=CLIPNORM, jit_compile=True)
     x, y = copy_data(batch_size, length)
     # train_on_batch returns the loss as a Python float: each step is waited for.

@@ -78,7 +78,7 @@ def one_run(job):
     mixed = ["--mixed-precision"] if job.get("mixed_precision") else []
     args = task_args(name, ["--seed", str(job["seed"]), *mixed, *job["flags"]])
     bit_task = tasks.get(name)
-    _, _, model, record = runner.fit_in_process(bit_task, args)
+    _, model, record = runner.fit_in_process(bit_task, args)
     curve = record["records"]["curve"]
     result = {"task": job["task"], "seed": job["seed"], "seconds": round(record["seconds"], 1),
               "sequences": record["sequences"], "converged_at": record["converged_at"],

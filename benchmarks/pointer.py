@@ -99,10 +99,10 @@ def run_task(task, args):
     else:
         flags = task_args(name)
         pointer_task = tasks.get(name)
-        data, config, model, record = runner.fit_in_process(pointer_task, flags)
+        data, model, record = runner.fit_in_process(pointer_task, flags)
         history = record["records"]["history"]
-        meta = RunMeta(task=name, name=name, config=runner.config_dict(config),
-                       settings=pointer_task.settings(flags, data, config), data={},
+        meta = RunMeta(task=name, name=name, config=runner.model_config(model),
+                       settings=pointer_task.settings(flags, data, model), data={},
                        training={"backend": keras.backend.backend(), "seconds": record["seconds"],
                                  "batch_size": flags.batch_size, "epochs": record["epochs"]})
     settings, seconds = meta.settings, meta.training.get("seconds")

@@ -95,18 +95,18 @@ def run_model(model_name, data, args, seed):
                                   str(args.epochs), "--batch-size", str(args.batch_size),
                                   *extra])
     keras.utils.set_random_seed(seed)
-    config, model = modeling.build_model(task_args, data)
+    model = modeling.build_model(task_args, data)
     initialize_output_bias(model, tdata.target_token_counts(data))
     batches, _ = tdata.datasets(data, args.batch_size, seed, task_args.sort_window)
     compile_translator(model, learning_rate=modeling.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
-    held_out = data["splits"]["test"][: args.eval_size]
+    held_out = data.splits["test"][: args.eval_size]
     sources, references = [s for s, _ in held_out], [t for _, t in held_out]
     meta = modeling.run_settings(task_args, data)
 
     def evaluate(model):
         hypotheses = decoding.translate_texts(
-            model, data["source_vocab"], data["target_vocab"], meta, sources
+            model, data.source_vocab, data.target_vocab, meta, sources
         )
         return float(np.mean([h == r for h, r in zip(hypotheses, references, strict=True)]))
 
@@ -114,7 +114,7 @@ def run_model(model_name, data, args, seed):
     parameters = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     print(f"{model_name}, seed {seed}: {parameters:,} parameters")
     model.fit(batches, epochs=args.epochs, callbacks=[clock], verbose=0)
-    tokens = float(sum(len(t) + 1 for t in data["train_ids"][1])) * args.epochs
+    tokens = float(sum(len(t) + 1 for t in data.train_ids[1])) * args.epochs
     return {
         "model": model_name,
         "seed": seed,

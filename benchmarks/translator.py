@@ -85,20 +85,21 @@ class TutorialAttentionCell(keras.layers.Layer):
         return attention, [new_h, attention, memory]
 
 
-def baseline_model(config):
+def baseline_model(ours):
+    """The tutorial's attention decoder on our encoder, at the sizes of `ours`."""
     source = keras.Input((None,), dtype="int32", name="source")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
-    encoder = T.TranslatorEncoder(config.source_vocab_size, config.embedding_dim,
-                                  config.encoder_units, config.decoder_units, name="encoder")
+    encoder = T.TranslatorEncoder(ours.source_vocab_size, ours.embedding_dim,
+                                  ours.encoder_units, ours.decoder_units, name="encoder")
     memory, _, cell_states = encoder(source)
-    cell = TutorialAttentionCell(config.decoder_units, 2 * config.encoder_units,
-                                 config.attention_units, config.attention.split("-")[0])
-    embedded = keras.layers.Embedding(config.target_vocab_size, config.embedding_dim)(target_in)
+    cell = TutorialAttentionCell(ours.decoder_units, 2 * ours.encoder_units,
+                                 ours.attention_units, ours.attention.split("-")[0])
+    embedded = keras.layers.Embedding(ours.target_vocab_size, ours.embedding_dim)(target_in)
     zeros = keras.layers.Lambda(lambda h: ops.zeros_like(h))(cell_states[0])
     outputs = keras.layers.RNN(cell, return_sequences=True)(
         embedded, initial_state=[cell_states[0], zeros, memory]
     )
-    logits = keras.layers.Dense(config.target_vocab_size)(outputs)
+    logits = keras.layers.Dense(ours.target_vocab_size)(outputs)
     return keras.Model({"source": source, "target_in": target_in}, logits)
 
 
@@ -166,10 +167,10 @@ def main(argv=None):
           f"median of {args.rounds} alternating epochs)")
     print(f"{'attention':<15}{'jit':<7}{'ours':>10}{'baseline':>10}{'ratio':>8}")
     for attention in ("bahdanau", "luong-general"):
-        config = T.TranslatorConfig(len(source_vocab), len(target_vocab), ls, lt, attention=attention)
         for jit in (False, True):
+            ours = T.Translator(len(source_vocab), len(target_vocab), attention=attention)
             rates = throughput(
-                {"ours": T.build_translator(config), "baseline": baseline_model(config)},
+                {"ours": ours, "baseline": baseline_model(ours)},
                 x, y, w, args.batch_size, jit, args.rounds,
             )
             ours, base = rates["ours"], rates["baseline"]
@@ -182,8 +183,7 @@ def main(argv=None):
     from keras_attn.training.export import write_version
     from keras_attn.training.tasks.translator.export import archive
 
-    config = T.TranslatorConfig(len(source_vocab), len(target_vocab), ls, lt)
-    model = T.build_translator(config)
+    model = T.Translator(len(source_vocab), len(target_vocab))
     texts = [s for s, _ in splits["test"]]
     latencies = []
     print(f"\nSavedModel latency, ms (p50 / p99 over {args.calls} calls)")

@@ -58,7 +58,7 @@ import nmt_tutorial  # noqa: E402
 from results_io import default_path, write_results  # noqa: E402
 
 from keras_attn import decoding  # noqa: E402
-from keras_attn.models.transformer import TransformerConfig, build_transformer  # noqa: E402
+from keras_attn.models.transformer import TransformerTranslator  # noqa: E402
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
 from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
@@ -177,7 +177,7 @@ def tutorial_system(train_pairs, batch_size, seed):
 
 def our_system(name, data, task_args, steps, seed):
     keras.utils.set_random_seed(seed)
-    config, model = modeling.build_model(task_args, data)
+    model = modeling.build_model(task_args, data)
     initialize_output_bias(model, tdata.target_token_counts(data))
     batches, _ = tdata.datasets(data, task_args.batch_size, seed, task_args.sort_window)
     # What a cosine schedule would span.
@@ -185,13 +185,13 @@ def our_system(name, data, task_args, steps, seed):
     compile_translator(model, learning_rate=modeling.learning_rate(task_args, len(batches)),
                        jit_compile=True if task_args.jit else "auto")
     meta = modeling.run_settings(task_args, data)
-    preprocess = data["preprocess"]
+    preprocess = data.preprocess
 
     def translate(texts, beam_width=1):
         prepared = [normalize_text(t, lowercase=preprocess["lowercase"],
                                    space_punctuation=preprocess["space_punctuation"])
                     for t in texts]
-        return translate_texts(model, data["source_vocab"], data["target_vocab"], meta,
+        return translate_texts(model, data.source_vocab, data.target_vocab, meta,
                                     prepared, beam_width)
 
     return System(name, model, batches, translate, real_tokens)
@@ -216,18 +216,17 @@ def decode_times(task_args, data, lengths, batch_size, repeats=3):
     """Seconds per sentence of compiled greedy decoding with and without key/value
     caches, forced to each output length (a model of the Transformer's sizes with
     random weights: the time does not depend on what it has learnt)."""
-    config = TransformerConfig(
-        source_vocab_size=len(data["source_vocab"]), target_vocab_size=len(data["target_vocab"]),
-        max_source_length=data["max_source_length"], max_target_length=max(lengths) + 1,
+    model = TransformerTranslator(
+        source_vocab_size=len(data.source_vocab), target_vocab_size=len(data.target_vocab),
+        max_target_length=max(lengths) + 1,
         model_dim=task_args.model_dim, num_heads=task_args.num_heads,
         num_layers=task_args.num_layers, feedforward_dim=task_args.feedforward_dim,
         rope_max_wavelength=task_args.rope_max_wavelength or None,
     )
-    model = build_transformer(config)
     encoder, decoder = model.get_layer("encoder"), model.get_layer("decoder")
-    source = np.random.default_rng(0).integers(4, len(data["source_vocab"]),
+    source = np.random.default_rng(0).integers(4, len(data.source_vocab),
                                                (batch_size, 16)).astype("int32")
-    never = len(data["target_vocab"])  # an end token no step emits: every length is forced
+    never = len(data.target_vocab)  # an end token no step emits: every length is forced
 
     def decoder_for(step, initial, length):
         def run(source):
@@ -342,7 +341,7 @@ def main(argv=None):
             for name in ("rnn", "transformer")
         }
         data = tdata.load_data(task_args["rnn"])
-    train_pairs = data["splits"]["train"]
+    train_pairs = data.splits["train"]
     print(f"{len(train_pairs)} training pairs, {len(test)} test pairs; backend "
           f"{keras.backend.backend()}, {os.cpu_count()} CPUs", flush=True)
 

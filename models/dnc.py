@@ -1,9 +1,9 @@
 """Models around `keras_attn.memory.DNCCell`.
 
-* `build_dnc`: bit-vector tasks, the same contract as `models/ntm.py` (whose
+* `DNCSequenceModel`: bit-vector tasks, the same contract as `models/ntm.py` (whose
   cost, metric, compile step and `with_weightings` it shares): `sequence
   (B, T, input_bits)` → logits `(B, T, output_bits)`.
-* `build_dnc_qa`: bAbI question answering as in Graves et al. 2016 (Methods,
+* `DNCQA`: bAbI question answering as in Graves et al. 2016 (Methods,
   "bAbI"): the story and the question are one sequence of words, each word a
   one-hot input, and the answer is read from the output at the question mark,
   a softmax over the whole vocabulary. Defaults: the paper's (LSTM controller
@@ -11,65 +11,48 @@
   momentum 0.9).
 """
 
-import dataclasses
-
 import keras
 from keras import ops
 
 from keras_attn.memory import DNCCell
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.config import check_integer_fields
-from keras_attn.models.ntm import bit_sequence_model
+from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.ntm import bit_sequence_graph
 
 _PACKAGE = "keras_attn_models"
 
 
-@dataclasses.dataclass
-class DNCConfig:
-    input_bits: int = 9
-    output_bits: int = 8
-    memory_size: int = 64
-    memory_width: int = 20
-    read_heads: int = 1
-    controller_units: int = 100
-    clip_value: float = 20.0
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class DNCSequenceModel(ConfiguredModel):
+    """The training model `{"sequence"} → logits` around one `DNCCell`;
+    `models.ntm.with_weightings` adds the read and write weightings.
 
-    def __post_init__(self):
-        check_integer_fields(self)
+    Args:
+        input_bits, output_bits: as `models.ntm.NTMSequenceModel`'s.
+        memory_size, memory_width, read_heads, controller_units, clip_value: as
+            `DNCCell`'s.
 
+    Example:
 
-def build_dnc(config):
-    """The training model `{"sequence"} → logits`; `models.ntm.with_weightings`
-    adds the read and write weightings."""
-    cell = DNCCell(
-        units=config.output_bits,
-        memory_size=config.memory_size,
-        memory_width=config.memory_width,
-        read_heads=config.read_heads,
-        controller_units=config.controller_units,
-        clip_value=config.clip_value,
-        return_weightings=True,
-        name="dnc_cell",
-    )
-    return bit_sequence_model(cell, config.input_bits, config.output_bits, "dnc")
+    >>> DNCSequenceModel(memory_size=16, controller_units=32).output.shape
+    (None, None, 8)
+    """
 
-
-@dataclasses.dataclass
-class DNCQAConfig:
-    """`vocab_size` words in and out; the rest as `DNCCell`'s arguments."""
-
-    vocab_size: int
-    memory_size: int = 256
-    memory_width: int = 64
-    read_heads: int = 4
-    controller_units: int = 256
-    clip_value: float = 20.0
-
-    def __post_init__(self):
-        check_integer_fields(self)
-        if self.vocab_size < 2:
-            raise ValueError(f"`vocab_size` must be at least 2 (padding and a word); "
-                             f"received {self.vocab_size}.")
+    def __init__(self, input_bits: int = 9, output_bits: int = 8, memory_size: int = 64,
+                 memory_width: int = 20, read_heads: int = 1, controller_units: int = 100,
+                 clip_value=20.0, **kwargs):
+        cell = DNCCell(
+            units=output_bits,
+            memory_size=memory_size,
+            memory_width=memory_width,
+            read_heads=read_heads,
+            controller_units=controller_units,
+            clip_value=clip_value,
+            return_weightings=True,
+            name="dnc_cell",
+        )
+        kwargs.setdefault("name", "dnc_model")
+        super().__init__(*bit_sequence_graph(cell, input_bits, output_bits, "dnc"), **kwargs)
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
@@ -108,30 +91,48 @@ class OutputAtStep(keras.layers.Layer):
         return (outputs_shape[0], outputs_shape[-1])
 
 
-def build_dnc_qa(config):
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class DNCQA(ConfiguredModel):
     """`{"words" (B, T), "answer_step" (B,)} → answer logits (B, vocab_size)`.
 
     `words` are the story's and the question's word ids, right-padded with 0;
     `answer_step` is the index of the question mark. Padding after it cannot
     change the answer (the DNC reads left to right), so batches of different
     lengths are padded freely.
+
+    Args:
+        vocab_size: words in and out, padding included (at least 2).
+        memory_size, memory_width, read_heads, controller_units, clip_value: as
+            `DNCCell`'s; the defaults are the paper's.
+
+    Example:
+
+    >>> DNCQA(vocab_size=30, memory_size=16, controller_units=32).output.shape
+    (None, 30)
     """
-    words = keras.Input((None,), dtype="int32", name="words")
-    answer_step = keras.Input((), dtype="int32", name="answer_step")
-    cell = DNCCell(
-        units=config.vocab_size,
-        memory_size=config.memory_size,
-        memory_width=config.memory_width,
-        read_heads=config.read_heads,
-        controller_units=config.controller_units,
-        clip_value=config.clip_value,
-        name="dnc_cell",
-    )
-    outputs = keras.layers.RNN(cell, return_sequences=True, name="dnc")(
-        OneHotWords(config.vocab_size, name="one_hot")(words)
-    )
-    logits = OutputAtStep(name="answer")(outputs, answer_step)
-    return keras.Model({"words": words, "answer_step": answer_step}, logits, name="dnc_qa")
+
+    def __init__(self, vocab_size: int, memory_size: int = 256, memory_width: int = 64,
+                 read_heads: int = 4, controller_units: int = 256, clip_value=20.0, **kwargs):
+        if vocab_size < 2:
+            raise ValueError(f"`vocab_size` must be at least 2 (padding and a word); "
+                             f"received {vocab_size}.")
+        words = keras.Input((None,), dtype="int32", name="words")
+        answer_step = keras.Input((), dtype="int32", name="answer_step")
+        cell = DNCCell(
+            units=vocab_size,
+            memory_size=memory_size,
+            memory_width=memory_width,
+            read_heads=read_heads,
+            controller_units=controller_units,
+            clip_value=clip_value,
+            name="dnc_cell",
+        )
+        outputs = keras.layers.RNN(cell, return_sequences=True, name="dnc")(
+            OneHotWords(vocab_size, name="one_hot")(words)
+        )
+        logits = OutputAtStep(name="answer")(outputs, answer_step)
+        kwargs.setdefault("name", "dnc_qa")
+        super().__init__({"words": words, "answer_step": answer_step}, logits, **kwargs)
 
 
 def compile_dnc_qa(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):

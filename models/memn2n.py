@@ -2,14 +2,13 @@
 
 Inputs `story (B, N, J)` and `question (B, Jq)` int ids (the memory most recent
 first); output: the answer's logits over the vocabulary, restricted to the
-candidates of `MemN2NConfig.answer_ids` (every word in the authors' code; the
-answers seen in training, as an option). The default config and `MemN2NSchedule` follow
+candidates of `MemN2NQA`'s `answer_ids` (every word in the authors' code; the
+answers seen in training, as an option). The model's defaults and `MemN2NSchedule` follow
 Sukhbaatar et al. 2015 §4.2: 3 hops, d = 20, adjacent tying, position and
 temporal encoding, 10 % random noise, linear start; SGD with learning rate 0.01
 halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.
 """
 
-import dataclasses
 import numbers
 
 import keras
@@ -17,44 +16,12 @@ from keras import ops
 
 from keras_attn.memory import MemN2N
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.config import check_integer_fields
+from keras_attn.models.configured import ConfiguredModel
 
 _PACKAGE = "keras_attn_models"
 
 
 POSITION_ENCODING_FORMS = ("code", "paper")
-
-
-@dataclasses.dataclass
-class MemN2NConfig:
-    vocab_size: int
-    answer_ids: list
-    memory_size: int = 50
-    sentence_length: int = 12
-    question_length: int = 12
-    embedding_dim: int = 20
-    hops: int = 3
-    weight_tying: str = "adjacent"
-    position_encoding: bool = True
-    # "code": the authors' code's form over the padded width + 1 (their
-    # sentences carry one more word, the time word); "paper": each sentence's length.
-    position_encoding_form: str = "code"
-    temporal_encoding: bool = True
-    # "zero": free slots stay in the softmax with score 0 and read 0, as in the
-    # authors' code; "masked": they are out of it.
-    empty_slots: str = "zero"
-    random_noise: float = 0.1
-    linear_start: bool = True
-    seed: int = 0
-
-    def __post_init__(self):
-        check_integer_fields(self, floors={"seed": 0})
-        if self.position_encoding_form not in POSITION_ENCODING_FORMS:
-            raise ValueError(
-                f"`position_encoding_form` must be one of {POSITION_ENCODING_FORMS}; "
-                f"received {self.position_encoding_form!r}."
-            )
-        _check_ids("answer_ids", self.answer_ids, self.vocab_size)
 
 
 def _check_ids(name, ids, vocab_size):
@@ -99,32 +66,71 @@ class CandidateLogits(keras.layers.Layer):
                 "vocab_size": self.vocab_size}
 
 
-def build_memn2n(config):
-    """A `keras.Model` `{"story", "question"} → answer logits` (and, via
-    `with_attention`, the hop attention)."""
-    story = keras.Input((config.memory_size, config.sentence_length), dtype="int32", name="story")
-    question = keras.Input((config.question_length,), dtype="int32", name="question")
-    memory = MemN2N(
-        vocab_size=config.vocab_size,
-        embedding_dim=config.embedding_dim,
-        hops=config.hops,
-        memory_size=config.memory_size,
-        weight_tying=config.weight_tying,
-        position_encoding=config.position_encoding,
-        position_encoding_length=(
-            max(config.sentence_length, config.question_length) + 1
-            if config.position_encoding_form == "code" else None
-        ),
-        temporal_encoding=config.temporal_encoding,
-        empty_slots=config.empty_slots,
-        random_noise=config.random_noise,
-        linear_start=config.linear_start,
-        seed=config.seed,
-        name="memn2n",
-    )
-    logits, _ = memory(story, question)
-    answer = CandidateLogits(config.answer_ids, config.vocab_size, name="answer")(logits)
-    return keras.Model({"story": story, "question": question}, answer, name="memn2n_qa")
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class MemN2NQA(ConfiguredModel):
+    """The question-answering model: `{"story", "question"} → answer logits`.
+
+    `story (B, memory_size, sentence_length)` and `question (B, question_length)`
+    are word ids (0 is padding); the logits range over the vocabulary, every id
+    outside `answer_ids` held at −10⁹ (`CandidateLogits`). `with_attention`
+    returns the same weights with the hops' attention too.
+
+    Args:
+        vocab_size: words, padding included.
+        answer_ids: the ids an answer may be (the task: every word but padding).
+        memory_size, sentence_length, question_length: the input shapes.
+        embedding_dim, hops, weight_tying, position_encoding, temporal_encoding,
+            empty_slots, random_noise, linear_start, seed: as `MemN2N`'s.
+        position_encoding_form: `"code"`, the authors' code's form over the
+            padded width + 1 (their sentences carry one more word, the time
+            word), or `"paper"`, over each sentence's own length.
+
+    Example:
+
+    >>> model = MemN2NQA(vocab_size=20, answer_ids=[3, 4], memory_size=5,
+    ...                  sentence_length=4, question_length=3)
+    >>> model.hops, model.output.shape
+    (3, (None, 20))
+    """
+
+    INTEGER_FLOORS = {"seed": 0}
+
+    def __init__(self, vocab_size: int, answer_ids, memory_size: int = 50,
+                 sentence_length: int = 12, question_length: int = 12,
+                 embedding_dim: int = 20, hops: int = 3, weight_tying="adjacent",
+                 position_encoding=True, position_encoding_form="code",
+                 temporal_encoding=True, empty_slots="zero", random_noise=0.1,
+                 linear_start=True, seed: int = 0, **kwargs):
+        if position_encoding_form not in POSITION_ENCODING_FORMS:
+            raise ValueError(
+                f"`position_encoding_form` must be one of {POSITION_ENCODING_FORMS}; "
+                f"received {position_encoding_form!r}."
+            )
+        _check_ids("answer_ids", list(answer_ids), vocab_size)
+        story = keras.Input((memory_size, sentence_length), dtype="int32", name="story")
+        question = keras.Input((question_length,), dtype="int32", name="question")
+        memory = MemN2N(
+            vocab_size=vocab_size,
+            embedding_dim=embedding_dim,
+            hops=hops,
+            memory_size=memory_size,
+            weight_tying=weight_tying,
+            position_encoding=position_encoding,
+            position_encoding_length=(
+                max(sentence_length, question_length) + 1
+                if position_encoding_form == "code" else None
+            ),
+            temporal_encoding=temporal_encoding,
+            empty_slots=empty_slots,
+            random_noise=random_noise,
+            linear_start=linear_start,
+            seed=seed,
+            name="memn2n",
+        )
+        logits, _ = memory(story, question)
+        answer = CandidateLogits(answer_ids, vocab_size, name="answer")(logits)
+        kwargs.setdefault("name", "memn2n_qa")
+        super().__init__({"story": story, "question": question}, answer, **kwargs)
 
 
 def with_attention(model):

@@ -6,7 +6,6 @@ bits, summed over the steps and bits of the output part (the target's last
 channel marks those steps) and averaged over the batch.
 """
 
-import dataclasses
 import math
 
 import keras
@@ -14,7 +13,7 @@ from keras import ops
 
 from keras_attn.memory import NTMCell
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.config import check_integer_fields
+from keras_attn.models.configured import ConfiguredModel
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")
@@ -35,50 +34,54 @@ class FirstChannels(keras.layers.Layer):
         return {**super().get_config(), "count": self.count}
 
 
-@dataclasses.dataclass
-class NTMConfig:
-    input_bits: int = 9
-    output_bits: int = 8
-    memory_size: int = 128
-    memory_width: int = 20
-    read_heads: int = 1
-    write_heads: int = 1
-    controller: str = "lstm"
-    controller_units: int = 100
-    shift_range: int = 1
-    memory_init: str = "constant"
-    clip_value: float = 20.0
-
-    def __post_init__(self):
-        check_integer_fields(self, floors={"write_heads": 0, "shift_range": 0})
-
-
-def bit_sequence_model(cell, input_bits, output_bits, name):
-    """`{"sequence"} → logits`: `cell` (with `return_weightings=True`) run over the
+def bit_sequence_graph(cell, input_bits, output_bits, name):
+    """`(sequence input, logits)`: `cell` (with `return_weightings=True`) run over the
     steps by a `keras.layers.RNN` named `name`, its first `output_bits` channels out."""
     sequence = keras.Input((None, input_bits), name="sequence")
     outputs = keras.layers.RNN(cell, return_sequences=True, name=name)(sequence)
-    logits = FirstChannels(output_bits, name="logits")(outputs)
-    return keras.Model(sequence, logits, name=f"{name}_model")
+    return sequence, FirstChannels(output_bits, name="logits")(outputs)
 
 
-def build_ntm(config):
-    """The training model `{"sequence"} → logits`; `with_weightings` adds the heads'."""
-    cell = NTMCell(
-        units=config.output_bits,
-        memory_size=config.memory_size,
-        memory_width=config.memory_width,
-        read_heads=config.read_heads,
-        write_heads=config.write_heads,
-        controller=config.controller,
-        controller_units=config.controller_units,
-        shift_range=config.shift_range,
-        memory_init=config.memory_init,
-        clip_value=config.clip_value,
-        return_weightings=True,
-        name="ntm_cell",
-    )
-    return bit_sequence_model(cell, config.input_bits, config.output_bits, "ntm")
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class NTMSequenceModel(ConfiguredModel):
+    """The training model `{"sequence"} → logits` around one `NTMCell`;
+    `with_weightings` adds the heads' weightings.
+
+    Args:
+        input_bits: channels of the input sequence (the task's bits and markers).
+        output_bits: channels of the output, the logits of the target bits.
+        memory_size, memory_width, read_heads, write_heads, controller,
+            controller_units, shift_range, memory_init, clip_value: as `NTMCell`'s.
+
+    Example:
+
+    >>> model = NTMSequenceModel(memory_size=16, controller_units=32)
+    >>> model.output.shape
+    (None, None, 8)
+    """
+
+    INTEGER_FLOORS = {"write_heads": 0, "shift_range": 0}
+
+    def __init__(self, input_bits: int = 9, output_bits: int = 8, memory_size: int = 128,
+                 memory_width: int = 20, read_heads: int = 1, write_heads: int = 1,
+                 controller="lstm", controller_units: int = 100, shift_range: int = 1,
+                 memory_init="constant", clip_value=20.0, **kwargs):
+        cell = NTMCell(
+            units=output_bits,
+            memory_size=memory_size,
+            memory_width=memory_width,
+            read_heads=read_heads,
+            write_heads=write_heads,
+            controller=controller,
+            controller_units=controller_units,
+            shift_range=shift_range,
+            memory_init=memory_init,
+            clip_value=clip_value,
+            return_weightings=True,
+            name="ntm_cell",
+        )
+        kwargs.setdefault("name", "ntm_model")
+        super().__init__(*bit_sequence_graph(cell, input_bits, output_bits, "ntm"), **kwargs)
 
 
 def with_weightings(model):

@@ -20,12 +20,10 @@ Encoders:
   for any order of the input (the point of Vinyals, Bengio & Kudlur 2016, "Order
   Matters"; the encoder of Kool et al. 2019).
 
-`build_pointer_net` returns the teacher-forced training model, `{"points",
+`PointerNet` is the teacher-forced training model, `{"points",
 "lengths", "decoder_tokens"}` → log-probabilities `(B, T, N + 1)`, trained with
 `model.fit`; `decode` runs greedy or beam search with the same layers.
 """
-
-import dataclasses
 
 import keras
 import numpy as np
@@ -34,52 +32,11 @@ from keras import ops
 import keras_attn
 from keras_attn import _validation, decoding
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.config import check_integer_fields
+from keras_attn.models.configured import ConfiguredModel
 
 END, START = 0, 0
 ENCODERS = ("set", "lstm")
 _PACKAGE = "keras_attn_models"
-
-
-@dataclasses.dataclass
-class PointerNetConfig:
-    """Sizes and choices of a pointer network.
-
-    Attributes:
-        point_dim: `D`, the features of a point (1 to sort, 2 in the plane).
-        encoder: `"set"` (self-attention, order-invariant) or `"lstm"`.
-        units: the width of the encoder, the decoder LSTM and the pointer.
-        encoder_layers, heads: the set encoder's blocks and attention heads.
-        glimpses: attention read-outs before pointing ("Order Matters").
-        logit_clip: `C` of `C · tanh(u)` (Bello et al. 2016); `None`: no clipping.
-        min_outputs: END is allowed after this many points (`None`: after all).
-        start_index: the point every output starts at (given, not predicted).
-        max_points: the longest point set the model accepts.
-    """
-
-    point_dim: int = 2
-    encoder: str = "set"
-    units: int = 128
-    encoder_layers: int = 3
-    heads: int = 8
-    glimpses: int = 1
-    logit_clip: float | None = 10.0
-    min_outputs: int | None = None
-    start_index: int | None = None
-    max_points: int = 100
-
-    def __post_init__(self):
-        check_integer_fields(self, floors={"glimpses": 0, "min_outputs": 0, "start_index": 0})
-        if self.start_index is not None and self.start_index >= self.max_points:
-            raise ValueError(
-                f"`start_index` must be below `max_points` ({self.max_points}); received "
-                f"{self.start_index}."
-            )
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"`encoder` must be one of {ENCODERS}; received {self.encoder!r}.")
-        if self.units % self.heads:
-            raise ValueError(f"`units` ({self.units}) must be a multiple of `heads` "
-                             f"({self.heads}).")
 
 
 def point_mask(points, lengths):
@@ -269,20 +226,50 @@ class PointerDecoder(keras.layers.Layer):
                 "start_index": self.start_index}
 
 
-def build_pointer_net(config):
+@keras.saving.register_keras_serializable(package=_PACKAGE)
+class PointerNet(ConfiguredModel):
     """The teacher-forced training model: `{"points" (B, N, D), "lengths" (B,),
-    "decoder_tokens" (B, T)}` → log-probabilities `(B, T, N + 1)` over `[END, x_1 … x_N]`."""
-    points = keras.Input((None, config.point_dim), name="points")
-    lengths = keras.Input((), dtype="int32", name="lengths")
-    tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
-    encoder = PointerEncoder(config.encoder, config.units, config.encoder_layers, config.heads,
-                             name="encoder")
-    decoder = PointerDecoder(config.units, config.glimpses, config.logit_clip,
-                             config.min_outputs, config.start_index, name="decoder")
-    encoded, mask, states = encoder(points, lengths)
-    log_probs = decoder(tokens, encoded, mask, states)
-    return keras.Model({"points": points, "lengths": lengths, "decoder_tokens": tokens},
-                       log_probs, name="pointer_net")
+    "decoder_tokens" (B, T)}` → log-probabilities `(B, T, N + 1)` over
+    `[END, x_1 … x_N]`; `decode` runs greedy or beam search with the same layers.
+
+    Args:
+        point_dim: `D`, the features of a point (1 to sort, 2 in the plane).
+        encoder: `"set"` (self-attention, order-invariant) or `"lstm"`.
+        units: the width of the encoder, the decoder LSTM and the pointer; a
+            multiple of `heads`.
+        encoder_layers, heads: the set encoder's blocks and attention heads.
+        glimpses: attention read-outs before pointing ("Order Matters").
+        logit_clip: `C` of `C · tanh(u)` (Bello et al. 2016); `None`: no clipping.
+        min_outputs: END is allowed after this many points (`None`: after all).
+        start_index: the point every output starts at (given, not predicted).
+
+    Example:
+
+    >>> model = PointerNet(units=32, encoder_layers=1, heads=2)
+    >>> model.output.shape
+    (None, None, None)
+    """
+
+    INTEGER_FLOORS = {"glimpses": 0, "min_outputs": 0, "start_index": 0}
+
+    def __init__(self, point_dim: int = 2, encoder="set", units: int = 128,
+                 encoder_layers: int = 3, heads: int = 8, glimpses: int = 1, logit_clip=10.0,
+                 min_outputs: int | None = None, start_index: int | None = None, **kwargs):
+        if encoder not in ENCODERS:
+            raise ValueError(f"`encoder` must be one of {ENCODERS}; received {encoder!r}.")
+        if units % heads:
+            raise ValueError(f"`units` ({units}) must be a multiple of `heads` ({heads}).")
+        points = keras.Input((None, point_dim), name="points")
+        lengths = keras.Input((), dtype="int32", name="lengths")
+        tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
+        encoder_layer = PointerEncoder(encoder, units, encoder_layers, heads, name="encoder")
+        decoder = PointerDecoder(units, glimpses, logit_clip, min_outputs, start_index,
+                                 name="decoder")
+        encoded, mask, states = encoder_layer(points, lengths)
+        log_probs = decoder(tokens, encoded, mask, states)
+        kwargs.setdefault("name", "pointer_net")
+        super().__init__({"points": points, "lengths": lengths, "decoder_tokens": tokens},
+                         log_probs, **kwargs)
 
 
 def compile_pointer_net(model, learning_rate=1e-3, clipnorm=1.0, jit_compile=True):
@@ -363,7 +350,7 @@ def decode(model, points, lengths=None, beam_width=1, select="log_prob"):
     """Decodes point sets with a trained pointer network.
 
     Args:
-        model: the model from `build_pointer_net` (or its `.keras` reload).
+        model: a `PointerNet` (or its `.keras` reload).
         points: `(B, N, D)` float32.
         lengths: `(B,)` int32 real points per row (default: all `N`).
         beam_width: 1 for greedy decoding, else beam search over valid outputs only.

@@ -12,7 +12,6 @@ scaled by `√d`, and optionally rotary embeddings (RoPE, Su et al. 2021) in eve
 attention.
 """
 
-import dataclasses
 import math
 
 import keras
@@ -20,48 +19,8 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation
-from keras_attn.models.config import check_integer_fields
+from keras_attn.models.configured import ConfiguredModel
 from keras_attn.models.translator import PAD_ID
-
-
-@dataclasses.dataclass
-class TransformerConfig:
-    """Sizes of a Transformer translator; vocabularies and lengths come from the data."""
-
-    source_vocab_size: int
-    target_vocab_size: int
-    max_source_length: int
-    max_target_length: int  # with [START] / [END]
-    model_dim: int = 64
-    num_heads: int = 4
-    num_layers: int = 1
-    feedforward_dim: int = 256
-    dropout: float = 0.0
-    # The sinusoids' longest wavelength (the paper's 10000).
-    max_wavelength: float = 10000.0
-    # If set, every attention also rotates its queries and keys by position
-    # (RoPE, Su et al. 2021) with this longest wavelength.
-    rope_max_wavelength: float | None = None
-
-    def __post_init__(self):
-        check_integer_fields(self)
-        self.dropout = _validation.check_number(
-            "dropout", self.dropout, low_inclusive=True, high=1.0
-        )
-        self.max_wavelength = _validation.check_number("max_wavelength", self.max_wavelength)
-        self.rope_max_wavelength = _validation.check_number(
-            "rope_max_wavelength", self.rope_max_wavelength, allow_none=True
-        )
-        if self.model_dim % self.num_heads:
-            raise ValueError(
-                f"`model_dim` must be divisible by `num_heads`; received model_dim="
-                f"{self.model_dim} and num_heads={self.num_heads}."
-            )
-        if self.max_target_length < 2:
-            raise ValueError(
-                "`max_target_length` counts [START] and [END], so it must be at least 2; "
-                f"received {self.max_target_length}."
-            )
 
 
 class _Block(keras.layers.Layer):
@@ -390,24 +349,66 @@ class TransformerDecoder(_Stack):
         return {**super().get_config(), "max_length": self.max_length}
 
 
-def build_transformer(config):
-    """The teacher-forcing training model: `{"source", "target_in"}` → logits."""
-    source = keras.Input((None,), dtype="int32", name="source")
-    target_in = keras.Input((None,), dtype="int32", name="target_in")
-    sizes = dict(
-        model_dim=config.model_dim,
-        num_heads=config.num_heads,
-        num_layers=config.num_layers,
-        feedforward_dim=config.feedforward_dim,
-        dropout=config.dropout,
-        max_wavelength=config.max_wavelength,
-        rope_max_wavelength=config.rope_max_wavelength,
-    )
-    encoder = TransformerEncoder(config.source_vocab_size, name="encoder", **sizes)
-    decoder = TransformerDecoder(
-        config.target_vocab_size, max_length=config.max_target_length - 1, name="decoder",
-        **sizes,
-    )
-    memory, mask = encoder(source)
-    logits = decoder(target_in, memory, mask)
-    return keras.Model({"source": source, "target_in": target_in}, logits, name="transformer")
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class TransformerTranslator(ConfiguredModel):
+    """The teacher-forcing training model: `{"source", "target_in"}` → logits.
+
+    `TransformerEncoder` and `TransformerDecoder`; `models.translator.generate`
+    decodes with the same layers, with key/value caches.
+
+    Args:
+        source_vocab_size, target_vocab_size: token ids of each side, the four
+            specials included.
+        max_target_length: the longest target with `[START]` and `[END]` (at least
+            2): the decoder's caches hold `max_target_length − 1` positions.
+        model_dim: `d`, divisible by `num_heads`.
+        num_heads, num_layers, feedforward_dim: of every block; `num_layers`
+            blocks each side.
+        dropout: on embeddings, attention weights and residual branches, in `[0, 1)`.
+        max_wavelength: the sinusoids' longest wavelength (the paper's 10000).
+        rope_max_wavelength: if set, every attention also rotates its queries and
+            keys by position (RoPE, Su et al. 2021) with this longest wavelength.
+
+    Example:
+
+    >>> model = TransformerTranslator(30, 20, max_target_length=12)
+    >>> model.output.shape
+    (None, None, 20)
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int,
+                 max_target_length: int, model_dim: int = 64, num_heads: int = 4,
+                 num_layers: int = 1, feedforward_dim: int = 256, dropout=0.0,
+                 max_wavelength=10000.0, rope_max_wavelength=None, **kwargs):
+        _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
+        _validation.check_number("max_wavelength", max_wavelength)
+        _validation.check_number("rope_max_wavelength", rope_max_wavelength, allow_none=True)
+        if model_dim % num_heads:
+            raise ValueError(
+                f"`model_dim` must be divisible by `num_heads`; received model_dim="
+                f"{model_dim} and num_heads={num_heads}."
+            )
+        if max_target_length < 2:
+            raise ValueError(
+                "`max_target_length` counts [START] and [END], so it must be at least 2; "
+                f"received {max_target_length}."
+            )
+        source = keras.Input((None,), dtype="int32", name="source")
+        target_in = keras.Input((None,), dtype="int32", name="target_in")
+        sizes = dict(
+            model_dim=model_dim,
+            num_heads=num_heads,
+            num_layers=num_layers,
+            feedforward_dim=feedforward_dim,
+            dropout=dropout,
+            max_wavelength=max_wavelength,
+            rope_max_wavelength=rope_max_wavelength,
+        )
+        encoder = TransformerEncoder(source_vocab_size, name="encoder", **sizes)
+        decoder = TransformerDecoder(
+            target_vocab_size, max_length=max_target_length - 1, name="decoder", **sizes
+        )
+        memory, mask = encoder(source)
+        logits = decoder(target_in, memory, mask)
+        kwargs.setdefault("name", "transformer")
+        super().__init__({"source": source, "target_in": target_in}, logits, **kwargs)

@@ -6,8 +6,6 @@ and teacher-forced `target_in` ids (`[START] y_1 … y_n`) and returns logits fo
 Token ids follow `training.text`: `[PAD]=0 [UNK]=1 [START]=2 [END]=3`.
 """
 
-import dataclasses
-
 import keras
 import numpy as np
 from keras import ops
@@ -16,45 +14,9 @@ import keras_attn
 from keras_attn import _validation, decoding
 from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.config import check_integer_fields
+from keras_attn.models.configured import ConfiguredModel
 
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
-
-
-@dataclasses.dataclass
-class TranslatorConfig:
-    """Sizes and choices of a translator; vocabularies and lengths come from the data."""
-
-    source_vocab_size: int
-    target_vocab_size: int
-    max_source_length: int
-    max_target_length: int  # with [START] / [END]
-    attention: str = "bahdanau"
-    rnn: str = "gru"
-    embedding_dim: int = 64
-    encoder_units: int = 64  # per direction: the memory has 2 × encoder_units features
-    decoder_units: int = 128
-    attention_units: int = 128
-    attention_layer_size: int = 128
-    input_feeding: bool = True
-    dropout: float = 0.0
-
-    def __post_init__(self):
-        check_integer_fields(self)
-        self.dropout = _validation.check_number(
-            "dropout", self.dropout, low_inclusive=True, high=1.0
-        )
-        if self.attention not in TRANSLATOR_ATTENTIONS:
-            raise ValueError(
-                f"`attention` must be one of {TRANSLATOR_ATTENTIONS}; received {self.attention!r}."
-            )
-        if self.rnn not in RNN_CELLS:
-            raise ValueError(f"`rnn` must be one of {RNN_CELLS}; received {self.rnn!r}.")
-        if self.attention == "luong-dot" and self.decoder_units != 2 * self.encoder_units:
-            raise ValueError(
-                "`luong-dot` scores h_tᵀ h̄_s, so `decoder_units` must equal 2 × "
-                f"`encoder_units`; received {self.decoder_units} and {self.encoder_units}."
-            )
 
 
 def _rnn_layer(kind, units, **kwargs):
@@ -214,35 +176,70 @@ class TranslatorDecoder(keras.layers.Layer):
         }
 
 
-def build_translator(config):
-    """The teacher-forcing training model: `{"source", "target_in"}` → logits."""
-    source = keras.Input((None,), dtype="int32", name="source")
-    target_in = keras.Input((None,), dtype="int32", name="target_in")
-    encoder = TranslatorEncoder(
-        config.source_vocab_size,
-        config.embedding_dim,
-        config.encoder_units,
-        config.decoder_units,
-        rnn=config.rnn,
-        dropout=config.dropout,
-        name="encoder",
-    )
-    decoder = TranslatorDecoder(
-        config.target_vocab_size,
-        config.embedding_dim,
-        config.decoder_units,
-        memory_size=2 * config.encoder_units,
-        attention=config.attention,
-        attention_units=config.attention_units,
-        attention_layer_size=config.attention_layer_size,
-        rnn=config.rnn,
-        input_feeding=config.input_feeding,
-        dropout=config.dropout,
-        name="decoder",
-    )
-    memory, mask, cell_states = encoder(source)
-    logits = decoder(target_in, memory, mask, cell_states)
-    return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class Translator(ConfiguredModel):
+    """The teacher-forcing training model: `{"source", "target_in"}` → logits.
+
+    A bidirectional RNN encoder (`TranslatorEncoder`) and an attention-wrapped RNN
+    decoder (`TranslatorDecoder`); `generate` decodes with the same layers.
+
+    Args:
+        source_vocab_size, target_vocab_size: token ids of each side, the four
+            specials included.
+        attention: one of `choices.TRANSLATOR_ATTENTIONS`; `"luong-dot"` scores
+            `h_tᵀ h̄_s`, so `decoder_units` must be `2 × encoder_units`.
+        rnn: `"gru"` or `"lstm"`.
+        embedding_dim: both sides' token embeddings.
+        encoder_units: per direction: the memory has `2 × encoder_units` features.
+        decoder_units, attention_units, attention_layer_size: the decoder's cell,
+            the attention's scoring layer, the attentional vector `ã_t`.
+        input_feeding: feed `ã_{t−1}` to the decoder with the next token.
+        dropout: on the RNNs' inputs, in `[0, 1)`.
+
+    Example:
+
+    >>> model = Translator(source_vocab_size=30, target_vocab_size=20)
+    >>> model.output.shape
+    (None, None, 20)
+    """
+
+    def __init__(self, source_vocab_size: int, target_vocab_size: int, attention="bahdanau",
+                 rnn="gru", embedding_dim: int = 64, encoder_units: int = 64,
+                 decoder_units: int = 128, attention_units: int = 128,
+                 attention_layer_size: int = 128, input_feeding=True, dropout=0.0, **kwargs):
+        _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
+        if attention not in TRANSLATOR_ATTENTIONS:
+            raise ValueError(
+                f"`attention` must be one of {TRANSLATOR_ATTENTIONS}; received {attention!r}."
+            )
+        if rnn not in RNN_CELLS:
+            raise ValueError(f"`rnn` must be one of {RNN_CELLS}; received {rnn!r}.")
+        if attention == "luong-dot" and decoder_units != 2 * encoder_units:
+            raise ValueError(
+                "`luong-dot` scores h_tᵀ h̄_s, so `decoder_units` must equal 2 × "
+                f"`encoder_units`; received {decoder_units} and {encoder_units}."
+            )
+        source = keras.Input((None,), dtype="int32", name="source")
+        target_in = keras.Input((None,), dtype="int32", name="target_in")
+        encoder = TranslatorEncoder(source_vocab_size, embedding_dim, encoder_units,
+                                    decoder_units, rnn=rnn, dropout=dropout, name="encoder")
+        decoder = TranslatorDecoder(
+            target_vocab_size,
+            embedding_dim,
+            decoder_units,
+            memory_size=2 * encoder_units,
+            attention=attention,
+            attention_units=attention_units,
+            attention_layer_size=attention_layer_size,
+            rnn=rnn,
+            input_feeding=input_feeding,
+            dropout=dropout,
+            name="decoder",
+        )
+        memory, mask, cell_states = encoder(source)
+        logits = decoder(target_in, memory, mask, cell_states)
+        kwargs.setdefault("name", "translator")
+        super().__init__({"source": source, "target_in": target_in}, logits, **kwargs)
 
 
 def compile_translator(model, learning_rate=3e-3, jit_compile="auto"):

@@ -27,6 +27,7 @@ from keras.src.backend.common import global_state
 from keras.src.random import seed_generator
 from keras.src.utils.rng_utils import GLOBAL_RANDOM_SEED
 
+from keras_attn.models.configured import ConfiguredModel
 from keras_attn.training import distribution, options, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.callbacks import CtrlC, ResumeReport
@@ -236,7 +237,7 @@ def place(task, args):
 def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
     """Devices, seed, precision, the task's data and model, and training, with no run
     folder (what `train` does before saving, and what a benchmark needs): returns
-    `(data, config, model, record)`, `record` as `Task.fit`'s with the seconds
+    `(data, model, record)`, `record` as `Task.fit`'s with the seconds
     `fit` took, whether the step was compiled and where it ran (`distribution`).
 
     With `--restarts N` it trains N models on the same data, restart k from seed
@@ -283,7 +284,7 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
             run_callbacks += [resumed, *tensorboard_callbacks(run_dir, args.tensorboard,
                                                               "logs" + suffix)]
         with placement.scope():
-            config, model = task.build_model(run_args, run_data, jit)
+            model = task.build_model(run_args, run_data, jit)
             run_callbacks += task.callbacks(model, run_data, run_args)
             start = time.time()
             try:
@@ -296,16 +297,16 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
         if resumed is not None and resumed.initial_epoch:
             record["resumed_from_epoch"] = resumed.initial_epoch + 1
         if restarts == 1:
-            kept = (None, run_data, config, model, record)
+            kept = (None, run_data, model, record)
             break
         # Ties (two restarts at 0 % training error) go to the lower training loss.
         error = (task.training_error(record), float(record["records"]["history"]["loss"][-1]))
         tried.append({"seed": run_args.seed, "training_error": error[0],
                       "training_loss": error[1], "seconds": round(record["seconds"], 1)})
         if kept is None or error < kept[0]:
-            kept = (error, run_data, config, model, record | {"kept_seed": run_args.seed})
+            kept = (error, run_data, model, record | {"kept_seed": run_args.seed})
         del model  # only the kept model stays in memory
-    _, data, config, model, record = kept
+    _, data, model, record = kept
     distribution.gather(model)
     record.update(jit_compile=bool(jit))
     if restarts > 1:
@@ -315,7 +316,7 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
             + f"; kept seed {record['kept_seed']}", flush=True)
     if placement.strategy != "none":
         record["distribution"] = placement.record()
-    return data, config, model, record
+    return data, model, record
 
 
 # -- the commands ----------------------------------------------------------------------------
@@ -340,8 +341,8 @@ def train(task, args):
     os.makedirs(run_dir, exist_ok=True)
     try:
         # CtrlC first: its interrupt must come before any other callback's epoch end.
-        data, config, model, record = fit_in_process(task, args, [CtrlC()], placement,
-                                                     run_dir=run_dir)
+        data, model, record = fit_in_process(task, args, [CtrlC()], placement,
+                                             run_dir=run_dir)
     except KeyboardInterrupt as stop:
         backup = getattr(stop, "backup_dir", None) or os.path.join(run_dir, "backup")
         print(f"\ninterrupted: run the same command again to resume from the backup in "
@@ -352,8 +353,8 @@ def train(task, args):
     training = {"backend": keras.backend.backend(), "seed": args.seed,
                 "batch_size": args.batch_size, "jit_compile": bool(jit),
                 "mixed_precision": bool(args.mixed_precision), "seconds": seconds, **record}
-    meta = RunMeta(task=task.name, name=name, config=config_dict(config),
-                   settings=task.settings(args, data, config), data=data_source,
+    meta = RunMeta(task=task.name, name=name, config=model_config(model),
+                   settings=task.settings(args, data, model), data=data_source,
                    training=training)
     save_run(run_dir, model, meta, task, data, **records)
     print(trained_line(training))
@@ -369,8 +370,13 @@ def train(task, args):
     return results
 
 
-def config_dict(config):
-    return dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+def model_config(model):
+    """`RunMeta.config`: a `ConfiguredModel`'s constructor arguments (`model.arguments`,
+    as its `get_config()` writes them); `{}` for another model (a plug-in's)."""
+    if not isinstance(model, ConfiguredModel):
+        return {}
+    config = model.get_config()
+    return {key: config[key] for key in model.arguments}
 
 
 def trained_line(training):

@@ -27,7 +27,7 @@ class RunMeta:
     Attributes:
         task: the task's registry name.
         name: the model's name: its run folder and its export folder.
-        config: the model's config dataclass, as a dict.
+        config: the model's constructor arguments (`runner.model_config`).
         settings: what the task needs besides the model to evaluate, export and
             predict (lengths, preprocessing, the export's decoder, ...).
         data: where the data came from (`{"source": "built-in"}` or a path and
@@ -129,7 +129,8 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def build_model(self, args: Options, data: Any, jit_compile: bool):
-        """`(config, model)`: the config dataclass and the compiled model."""
+        """The compiled model, sized by `args` and `data`: a `ConfiguredModel`, whose
+        constructor arguments become `RunMeta.config`."""
 
     def fit(self, model, data, args, callbacks, verbose) -> dict:
         """Trains `model`; returns what ran (`{"epochs": …}` or `{"sequences": …}`,
@@ -153,7 +154,7 @@ class Task(abc.ABC):
         return []
 
     @abc.abstractmethod
-    def settings(self, args: Options, data: Any, config) -> dict:
+    def settings(self, args: Options, data: Any, model) -> dict:
         """`RunMeta.settings`: what evaluating, exporting and predicting need."""
 
     def save_assets(self, run_dir: str, data: Any, meta: RunMeta) -> None:

@@ -24,10 +24,10 @@ def test_the_module_imports_nothing():
      choices.NTM_CONTROLLERS, "gru"),
     (lambda name: keras_attn.NTMCell(4, memory_size=4, memory_width=3, memory_init=name),
      choices.NTM_MEMORY_INITS, "zeros"),
-    (lambda name: translator.TranslatorConfig(9, 9, 4, 4, attention=name, encoder_units=64,
-                                              decoder_units=128),
+    (lambda name: translator.Translator(9, 9, attention=name, encoder_units=64,
+                                        decoder_units=128),
      choices.TRANSLATOR_ATTENTIONS, "luong-cosine"),
-    (lambda name: translator.TranslatorConfig(9, 9, 4, 4, rnn=name), choices.RNN_CELLS, "rnn"),
+    (lambda name: translator.Translator(9, 9, rnn=name), choices.RNN_CELLS, "rnn"),
 ])
 def test_each_name_is_accepted_and_another_is_refused_with_the_list(make, names, bad):
     for name in names:

@@ -72,8 +72,8 @@ def assert_all_padding_source_gives_finite_output(model, length, steps):
 
 
 def keras_round_trip(model, rng, source_vocab, target_vocab):
-    """Saves `model` as `.keras`, loads it with `safe_mode=True`, checks equal logits;
-    returns the loaded model."""
+    """Saves `model` as `.keras`, loads it with `safe_mode=True`, checks it is the same
+    class with the same config and gives equal logits; returns the loaded model."""
     x = {"source": rng.integers(0, source_vocab, (3, 7)).astype("int32"),
          "target_in": rng.integers(0, target_vocab, (3, 5)).astype("int32")}
     expected = to_numpy(model(x))
@@ -81,5 +81,6 @@ def keras_round_trip(model, rng, source_vocab, target_vocab):
         path = os.path.join(tmp, "m.keras")
         model.save(path)
         loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is type(model) and loaded.get_config() == model.get_config()
     np.testing.assert_allclose(to_numpy(loaded(x)), expected, rtol=1e-6, atol=1e-6)
     return loaded

@@ -9,17 +9,15 @@ from keras_attn.models import memn2n, ntm, pointer_net, translator
 from tests.keras_attn.contract import to_numpy
 
 BUILDERS = {
-    "translator": lambda: translator.compile_translator(translator.build_translator(
-        translator.TranslatorConfig(20, 12, 7, 6, encoder_units=8, decoder_units=16,
-                                    attention_units=8, attention_layer_size=16,
-                                    embedding_dim=8))),
-    "pointer": lambda: pointer_net.compile_pointer_net(pointer_net.build_pointer_net(
-        pointer_net.PointerNetConfig(units=16, encoder_layers=1, heads=2, glimpses=1))),
-    "ntm": lambda: ntm.compile_ntm(ntm.build_ntm(
-        ntm.NTMConfig(memory_size=16, memory_width=8, controller_units=32))),
-    "memn2n": lambda: memn2n.compile_memn2n(memn2n.build_memn2n(
-        memn2n.MemN2NConfig(vocab_size=30, answer_ids=[3, 4, 5], memory_size=10)),
-        optimizer="adam"),
+    "translator": lambda: translator.compile_translator(translator.Translator(
+        20, 12, encoder_units=8, decoder_units=16, attention_units=8, attention_layer_size=16,
+        embedding_dim=8)),
+    "pointer": lambda: pointer_net.compile_pointer_net(pointer_net.PointerNet(
+        units=16, encoder_layers=1, heads=2, glimpses=1)),
+    "ntm": lambda: ntm.compile_ntm(ntm.NTMSequenceModel(
+        memory_size=16, memory_width=8, controller_units=32)),
+    "memn2n": lambda: memn2n.compile_memn2n(memn2n.MemN2NQA(
+        vocab_size=30, answer_ids=[3, 4, 5], memory_size=10), optimizer="adam"),
 }
 
 

@@ -1,4 +1,3 @@
-import dataclasses
 import os
 
 import keras
@@ -7,9 +6,8 @@ import pytest
 
 from keras_attn.models.memn2n import (
     CandidateLogits,
-    MemN2NConfig,
+    MemN2NQA,
     MemN2NSchedule,
-    build_memn2n,
     compile_memn2n,
     with_attention,
 )
@@ -27,17 +25,17 @@ def data():
     def arrays(questions):
         return babi.vectorize(questions, vocab, 20, sentence, question)
 
-    config = MemN2NConfig(
+    arguments = dict(
         vocab_size=len(vocab),
         answer_ids=sorted({vocab.index[q.answer] for q in train}),
         memory_size=20, sentence_length=sentence, question_length=question,
     )
-    return {"train": arrays(train), "test": arrays(test), "config": config, "vocab": vocab}
+    return {"train": arrays(train), "test": arrays(test), "arguments": arguments, "vocab": vocab}
 
 
 def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
     keras.utils.set_random_seed(0)
-    model = compile_memn2n(build_memn2n(data["config"]))
+    model = compile_memn2n(MemN2NQA(**data["arguments"]))
     (x, y, _), (tx, ty, slots) = data["train"], data["test"]
     schedule = MemN2NSchedule(verbose=False)
     model.fit(x, y, validation_data=(tx, ty), batch_size=32, epochs=30, verbose=0,
@@ -51,6 +49,7 @@ def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
     path = os.path.join(tmp_path, "memn2n.keras")
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is MemN2NQA and loaded.get_config() == model.get_config()
     np.testing.assert_allclose(loaded.predict(tx, verbose=0), logits, atol=1e-5)
     assert float(np.asarray(loaded.get_layer("memn2n").softmax_enabled.value)) == 1.0
 
@@ -58,7 +57,7 @@ def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_nil_word_embeds_to_zero_and_stays_there_after_steps(data, optimizer):
     keras.utils.set_random_seed(1)
-    model = compile_memn2n(build_memn2n(data["config"]), optimizer=optimizer)
+    model = compile_memn2n(MemN2NQA(**data["arguments"]), optimizer=optimizer)
     memory = model.get_layer("memn2n")
     before = [np.array(t.numpy()) for t in memory.word_tables]
     x, y, _ = data["train"]
@@ -70,20 +69,20 @@ def test_nil_word_embeds_to_zero_and_stays_there_after_steps(data, optimizer):
 
 
 def test_position_encoding_form_sets_the_layers_width(data):
-    code = build_memn2n(data["config"]).get_layer("memn2n")
-    config = data["config"]
-    assert code.position_encoding_length == max(config.sentence_length,
-                                                config.question_length) + 1
-    paper = dataclasses.replace(config, position_encoding_form="paper")
-    assert build_memn2n(paper).get_layer("memn2n").position_encoding_length is None
+    arguments = data["arguments"]
+    code = MemN2NQA(**arguments).get_layer("memn2n")
+    assert code.position_encoding_length == max(arguments["sentence_length"],
+                                                arguments["question_length"]) + 1
+    paper = MemN2NQA(**arguments, position_encoding_form="paper")
+    assert paper.get_layer("memn2n").position_encoding_length is None
     with pytest.raises(ValueError, match="position_encoding_form.*'paper'.*received 'matlab'"):
-        dataclasses.replace(config, position_encoding_form="matlab")
+        MemN2NQA(**arguments, position_encoding_form="matlab")
 
 
 def test_predictions_are_always_candidate_answers(data):
-    model = build_memn2n(data["config"])
+    model = MemN2NQA(**data["arguments"])
     logits = model.predict(data["test"][0], verbose=0)
-    assert set(logits.argmax(-1).tolist()) <= set(data["config"].answer_ids)
+    assert set(logits.argmax(-1).tolist()) <= set(data["arguments"]["answer_ids"])
     with pytest.raises(ValueError, match="`candidate_ids`"):
         CandidateLogits([99], vocab_size=10)
 
@@ -97,9 +96,9 @@ def test_predictions_are_always_candidate_answers(data):
     ({"hops": 2.0}, r"`hops` must be a positive integer; received 2\.0"),
     ({"seed": -1}, r"`seed` must be an integer ≥ 0; received -1"),
 ])
-def test_bad_config_fields_are_named(fields, message):
+def test_bad_arguments_are_named(fields, message):
     with pytest.raises(ValueError, match=message):
-        MemN2NConfig(**{"vocab_size": 30, "answer_ids": [3, 4], **fields})
+        MemN2NQA(**{"vocab_size": 30, "answer_ids": [3, 4], **fields})
 
 
 class _FakeModel:

@@ -5,12 +5,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn.models.dnc import DNCConfig, build_dnc
+from keras_attn.models.dnc import DNCSequenceModel
 from keras_attn.models.ntm import (
-    NTMConfig,
+    NTMSequenceModel,
     bit_errors,
     bits_per_sequence,
-    build_ntm,
     compile_ntm,
     with_weightings,
 )
@@ -38,11 +37,11 @@ def test_cost_in_bits_and_bit_errors_by_hand():
     np.testing.assert_array_equal(np.asarray(bit_errors(y, logits)), [2.0])
 
 
-@pytest.mark.parametrize("config_class, build", [(NTMConfig, build_ntm), (DNCConfig, build_dnc)],
+@pytest.mark.parametrize("model_class", [NTMSequenceModel, DNCSequenceModel],
                          ids=["ntm", "dnc"])
-def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_path):
-    config = config_class(memory_size=16, memory_width=8, controller_units=32)
-    model = compile_ntm(build(config), learning_rate=3e-3)
+def test_fit_lowers_the_copy_cost_and_round_trips(model_class, rng, tmp_path):
+    model = compile_ntm(model_class(memory_size=16, memory_width=8, controller_units=32),
+                        learning_rate=3e-3)
     x, y = copy_batch(rng, 32, 3, total_steps=7)
     before = model.evaluate(x, y, verbose=0)[0]
     model.fit(x, y, batch_size=32, epochs=30, verbose=0)
@@ -50,7 +49,7 @@ def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_
     assert np.isfinite(after) and after < 0.8 * before
     probabilities, reads, writes = with_weightings(model).predict(x, verbose=0)
     assert probabilities.shape == (32, 7, 8) and reads.shape == (32, 7, 1, 16)
-    if config_class is NTMConfig:
+    if model_class is NTMSequenceModel:
         np.testing.assert_allclose(writes.sum(-1), 1.0, atol=1e-5)
     else:  # the DNC's write weighting sums to its write gate
         assert np.all(writes >= 0) and np.all(writes.sum(-1) <= 1 + 1e-5)
@@ -61,6 +60,7 @@ def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_
         path, safe_mode=True,
         custom_objects={"bits_per_sequence": bits_per_sequence, "bit_errors": bit_errors},
     )
+    assert type(loaded) is model_class and loaded.get_config() == model.get_config()
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                atol=1e-5)
     # A longer sequence than any seen in training runs through the same model.
@@ -68,7 +68,7 @@ def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_
     assert loaded.predict(long_x, verbose=0).shape == (2, 25, 8)
 
 
-@pytest.mark.parametrize("config_class, build", [(NTMConfig, build_ntm), (DNCConfig, build_dnc)],
+@pytest.mark.parametrize("model_class", [NTMSequenceModel, DNCSequenceModel],
                          ids=["ntm", "dnc"])
 @pytest.mark.parametrize("field, value, message", [
     ("input_bits", 0, r"`input_bits` must be a positive integer; received 0"),
@@ -76,12 +76,12 @@ def test_fit_lowers_the_copy_cost_and_round_trips(config_class, build, rng, tmp_
     ("memory_size", -4, r"`memory_size` must be a positive integer; received -4"),
     ("clip_value", -1.0, r"`clip_value` must be a number > 0 or None; received -1\.0"),
 ])
-def test_bad_config_fields_are_named(config_class, build, field, value, message):
+def test_bad_arguments_are_named(model_class, field, value, message):
     with pytest.raises(ValueError, match=message):
-        build(config_class(**{field: value}))
+        model_class(**{field: value})
 
 
-def test_ntm_config_allows_no_write_head_but_not_a_negative_shift():
-    assert NTMConfig(write_heads=0).write_heads == 0
+def test_the_ntm_allows_no_write_head_but_not_a_negative_shift():
+    assert NTMSequenceModel(write_heads=0, memory_size=8, controller_units=8).write_heads == 0
     with pytest.raises(ValueError, match=r"`shift_range` must be an integer ≥ 0; received -1"):
-        NTMConfig(shift_range=-1)
+        NTMSequenceModel(shift_range=-1)

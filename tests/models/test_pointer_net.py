@@ -14,7 +14,7 @@ SMALL = dict(units=16, encoder_layers=1, heads=2, glimpses=1)
 
 
 def _model(**overrides):
-    return pn.build_pointer_net(pn.PointerNetConfig(**{**SMALL, **overrides}))
+    return pn.PointerNet(**{**SMALL, **overrides})
 
 
 def _mixed(rng, batch=6, n=7, dim=2):
@@ -157,6 +157,7 @@ def test_fit_learns_to_sort_and_the_keras_file_round_trips(rng, tmp_path):
     path = str(tmp_path / "ptr.keras")
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
+    assert type(loaded) is pn.PointerNet and loaded.get_config() == model.get_config()
     test = rng.random((16, 7, 1)).astype("float32")
     for width in (1, 3):
         np.testing.assert_array_equal(to_numpy(pn.decode(loaded, test, beam_width=width)["indices"]),
@@ -165,36 +166,33 @@ def test_fit_learns_to_sort_and_the_keras_file_round_trips(rng, tmp_path):
 
 def test_bad_configs_raise_clear_errors():
     with pytest.raises(ValueError, match="`encoder` must be one of"):
-        pn.PointerNetConfig(encoder="gru")
+        pn.PointerNet(encoder="gru")
     with pytest.raises(ValueError, match="multiple of `heads`"):
-        pn.PointerNetConfig(units=30, heads=8)
+        pn.PointerNet(units=30, heads=8)
 
 
 @pytest.mark.parametrize("field, value, message", [
     ("heads", 0, r"`heads` must be a positive integer; received 0"),
     ("point_dim", 0, r"`point_dim` must be a positive integer; received 0"),
     ("encoder_layers", 1.5, r"`encoder_layers` must be a positive integer; received 1\.5"),
-    ("max_points", 0, r"`max_points` must be a positive integer; received 0"),
     ("glimpses", -1, r"`glimpses` must be an integer ≥ 0; received -1"),
     ("min_outputs", -1, r"`min_outputs` must be an integer ≥ 0 or None; received -1"),
     ("start_index", -1, r"`start_index` must be an integer ≥ 0 or None; received -1"),
-    ("start_index", 100, r"`start_index` must be below `max_points` \(100\); received 100"),
     ("logit_clip", 0.0, r"`logit_clip` must be a number > 0 or None; received 0\.0"),
 ])
-def test_bad_config_fields_are_named(field, value, message):
+def test_bad_arguments_are_named(field, value, message):
     with pytest.raises(ValueError, match=message):
-        pn.build_pointer_net(pn.PointerNetConfig(**{field: value}))
+        pn.PointerNet(**{field: value})
 
 
-def test_config_stores_numpy_sizes_as_ints():
-    config = pn.PointerNetConfig(units=np.int64(64), start_index=np.int32(0))
-    assert type(config.units) is int and type(config.start_index) is int
-    assert pn.PointerNetConfig(min_outputs=None).min_outputs is None
+def test_numpy_sizes_are_stored_as_ints():
+    model = _model(units=np.int64(16), start_index=np.int32(0))
+    assert type(model.units) is int and type(model.start_index) is int
+    assert model.get_config()["start_index"] == 0 and _model().min_outputs is None
 
 
 def test_decode_names_bad_points_lengths_and_beam_width(rng):
-    model = pn.build_pointer_net(pn.PointerNetConfig(point_dim=1, units=16, heads=2,
-                                                     encoder_layers=1))
+    model = pn.PointerNet(point_dim=1, units=16, heads=2, encoder_layers=1)
     points = rng.random((3, 5, 1)).astype("float32")
     for kwargs, message in [
         ({"points": points[..., 0]}, r"`points` must have rank 3; received `points` of rank 2"),

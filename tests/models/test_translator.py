@@ -7,17 +7,17 @@ from tests.keras_attn.contract import to_numpy
 from tests.models import seq2seq
 
 
-def _small_config(**overrides):
+def _small(**overrides):
     sizes = dict(encoder_units=8, decoder_units=16, attention_units=8, attention_layer_size=16,
                  embedding_dim=8)
-    return T.TranslatorConfig(20, 12, 7, 6, **{**sizes, **overrides})
+    return T.Translator(20, 12, **{**sizes, **overrides})
 
 
 @pytest.mark.parametrize("attention", TRANSLATOR_ATTENTIONS)
 @pytest.mark.parametrize("rnn", RNN_CELLS)
 def test_fit_step_and_generate(rng, attention, rnn):
     model = T.compile_translator(
-        T.build_translator(_small_config(attention=attention, rnn=rnn)), jit_compile=False
+        _small(attention=attention, rnn=rnn), jit_compile=False
     )
     x, y = seq2seq.batch(rng)
     history = model.fit(x, y, sample_weight=(y != 0).astype("float32"), epochs=2, verbose=0)
@@ -28,44 +28,45 @@ def test_fit_step_and_generate(rng, attention, rnn):
 def test_beam_one_equals_greedy_through_the_decoder(rng):
     x, _ = seq2seq.batch(rng)
     seq2seq.assert_beam_one_equals_greedy_through_the_decoder(
-        T.build_translator(_small_config()), x["source"], 5
+        _small(), x["source"], 5
     )
 
 
 def test_teacher_forced_logits_match_stepwise_decoder(rng):
     x, _ = seq2seq.batch(rng)
-    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(T.build_translator(_small_config()), x)
+    seq2seq.assert_stepwise_decoder_matches_teacher_forcing(_small(), x)
 
 
-def test_config_validation():
+def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="`attention` must be one of"):
-        T.TranslatorConfig(5, 5, 3, 3, attention="hard")
+        T.Translator(5, 5, attention="hard")
     with pytest.raises(ValueError, match="`decoder_units` must equal 2"):
-        T.TranslatorConfig(5, 5, 3, 3, attention="luong-dot", encoder_units=8, decoder_units=8)
+        T.Translator(5, 5, attention="luong-dot", encoder_units=8, decoder_units=8)
     with pytest.raises(ValueError, match=r"`source_vocab_size` must be a positive integer; received 0"):
-        T.TranslatorConfig(0, 5, 3, 3)
+        T.Translator(0, 5)
     with pytest.raises(ValueError, match=r"`encoder_units` must be a positive integer; received 2\.5"):
-        T.TranslatorConfig(5, 5, 3, 3, encoder_units=2.5)
+        T.Translator(5, 5, encoder_units=2.5)
     with pytest.raises(ValueError, match=r"`dropout` must be a number in \[0, 1\); received 2\.0"):
-        T.TranslatorConfig(5, 5, 3, 3, dropout=2.0)  # Keras's cells would clip it to 1
-    assert T.TranslatorConfig(5, 5, np.int64(3), 3).max_source_length == 3
+        T.Translator(5, 5, dropout=2.0)  # Keras's cells would clip it to 1
+    model = T.Translator(np.int64(5), 5, encoder_units=8)
+    assert type(model.source_vocab_size) is int and model.get_config()["encoder_units"] == 8
 
 
 def test_all_padding_source_gives_finite_output():
     seq2seq.assert_all_padding_source_gives_finite_output(
-        T.build_translator(_small_config()), 7, 5
+        _small(), 7, 5
     )
 
 
 def test_keras_round_trip_with_safe_mode(rng):
-    model = T.build_translator(T.TranslatorConfig(20, 10, 7, 6, attention="luong-concat"))
+    model = T.Translator(20, 10, attention="luong-concat")
     seq2seq.keras_round_trip(model, rng, 20, 10)
 
 
 def test_reported_loss_is_the_mean_over_real_target_tokens(rng):
     """With heavy padding, `evaluate`'s loss is the mean cross-entropy of the real
     tokens alone (Keras's default reduction would divide by every position)."""
-    model = T.compile_translator(T.build_translator(_small_config()), jit_compile=False)
+    model = T.compile_translator(_small(), jit_compile=False)
     x, y = seq2seq.batch(rng, n=6, lt=12)
     weights = np.zeros(y.shape, "float32")
     weights[:, :2] = 1.0  # 2 real tokens of 11 in every row
@@ -82,10 +83,10 @@ def test_reported_loss_is_the_mean_over_real_target_tokens(rng):
 
 @pytest.mark.parametrize("build", ["rnn", "transformer"])
 def test_output_bias_starts_at_the_target_log_frequencies(build):
-    from keras_attn.models.transformer import TransformerConfig, build_transformer
+    from keras_attn.models.transformer import TransformerTranslator
 
-    model = (T.build_translator(_small_config()) if build == "rnn" else
-             build_transformer(TransformerConfig(20, 12, 7, 6, model_dim=8, num_heads=2)))
+    model = (_small() if build == "rnn" else
+             TransformerTranslator(20, 12, 6, model_dim=8, num_heads=2))
     counts = np.arange(12, dtype="float64")
     T.initialize_output_bias(model, counts)
     bias = to_numpy(model.get_layer("decoder").output_projection.bias)
@@ -102,7 +103,7 @@ def test_output_bias_starts_at_the_target_log_frequencies(build):
 def test_without_input_feeding_attention_runs_over_all_steps_at_once(rng, attention, rnn):
     """Teacher forcing attends for every step in one batched call, and still equals
     the step-by-step decoder."""
-    model = T.build_translator(_small_config(attention=attention, rnn=rnn, input_feeding=False))
+    model = _small(attention=attention, rnn=rnn, input_feeding=False)
     assert model.get_layer("decoder").cell.parallel_over_time
     x, _ = seq2seq.batch(rng)
     seq2seq.assert_stepwise_decoder_matches_teacher_forcing(model, x)
@@ -111,14 +112,14 @@ def test_without_input_feeding_attention_runs_over_all_steps_at_once(rng, attent
 def test_monotonic_attention_and_input_feeding_stay_step_by_step():
     for overrides in ({"input_feeding": True}, {"input_feeding": False,
                                                 "attention": "bahdanau-monotonic"}):
-        model = T.build_translator(_small_config(**overrides))
+        model = _small(**overrides)
         assert not model.get_layer("decoder").cell.parallel_over_time
 
 
 @pytest.mark.parametrize("beam_width", [1, 3])
 def test_the_compiled_generator_decodes_as_generate(rng, beam_width):
     """`Generator.predict_on_batch` runs `generate` compiled by the backend's trainer."""
-    model = T.build_translator(_small_config())
+    model = _small()
     x, _ = seq2seq.batch(rng)
     eager = T.generate(model, x["source"], 5, beam_width=beam_width)
     compiled = T.Generator(model, 5, beam_width).predict_on_batch(x["source"])

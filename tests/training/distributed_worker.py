@@ -29,7 +29,7 @@ def main(weights_path, argv):
 
     def keeping_the_model(*args, **kwargs):
         out = original(*args, **kwargs)
-        trained["model"], trained["record"] = out[2], out[3]
+        trained["model"], trained["record"] = out[1], out[2]
         return out
 
     runner.fit_in_process = keeping_the_model

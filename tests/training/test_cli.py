@@ -112,9 +112,9 @@ def test_translator_flag_offers_every_attention_the_model_builds():
     offered = next(a for a in train.choices["translator"]._actions if a.dest == "attention")
     for kind in offered.choices:
         assert parser.parse_args(["train", "translator", "--attention", kind]).attention == kind
-        config = translator.TranslatorConfig(20, 12, 7, 6, attention=kind, decoder_units=128,
-                                             encoder_units=64)
-        assert translator.make_attention(config.attention, 8).name == "attention"
+        model = translator.Translator(20, 12, attention=kind, decoder_units=128,
+                                      encoder_units=64)
+        assert model.get_layer("decoder").attention_kind == kind
     with pytest.raises(SystemExit):
         parser.parse_args(["train", "translator", "--attention", "luong-cosine"])
 

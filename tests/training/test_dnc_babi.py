@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from keras_attn.models.dnc import DNCQAConfig, OutputAtStep, build_dnc_qa, compile_dnc_qa
+from keras_attn.models.dnc import DNCQA, OutputAtStep, compile_dnc_qa
 from keras_attn.training.data.batching import EndlessBatches
 from keras_attn.training.tasks.memn2n import babi, words
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -113,8 +113,8 @@ def test_output_at_step_reads_each_rows_step():
 
 
 def test_padding_after_the_question_mark_does_not_change_the_answer():
-    model = build_dnc_qa(DNCQAConfig(vocab_size=12, memory_size=6, memory_width=4,
-                                     read_heads=2, controller_units=8))
+    model = DNCQA(vocab_size=12, memory_size=6, memory_width=4, read_heads=2,
+                  controller_units=8)
     sequence = np.random.default_rng(0).integers(2, 12, (1, 9)).astype("int32")
     step = np.array([8], "int32")
     short = model({"words": sequence, "answer_step": step})
@@ -123,16 +123,16 @@ def test_padding_after_the_question_mark_does_not_change_the_answer():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(short),
                                keras.ops.convert_to_numpy(long), atol=1e-6)
     with pytest.raises(ValueError, match="`vocab_size` must be at least 2"):
-        DNCQAConfig(vocab_size=1)
+        DNCQA(vocab_size=1)
 
 
 def test_the_model_fits_a_few_questions_and_round_trips(tmp_path):
     questions = generate_questions(1, 16, seed=3)
     vocab = words.build_vocabulary(questions)
     sequences, answers = words.encode(questions, vocab, 60)
-    model = compile_dnc_qa(build_dnc_qa(DNCQAConfig(
+    model = compile_dnc_qa(DNCQA(
         vocab_size=len(vocab), memory_size=8, memory_width=8, read_heads=1,
-        controller_units=32)), learning_rate=1e-2)
+        controller_units=32), learning_rate=1e-2)
     x = words.pad(sequences, 16)
     before = model.evaluate(x, answers, verbose=0)[0]
     model.fit(x, answers, batch_size=16, epochs=80, verbose=0)
@@ -146,6 +146,7 @@ def test_the_model_fits_a_few_questions_and_round_trips(tmp_path):
     path = str(tmp_path / "dnc.keras")
     model.save(path)
     again = keras.saving.load_model(path)
+    assert type(again) is DNCQA and again.get_config() == model.get_config()
     np.testing.assert_allclose(keras.ops.convert_to_numpy(again.predict(x, verbose=0)),
                                keras.ops.convert_to_numpy(model.predict(x, verbose=0)),
                                atol=1e-5)

@@ -98,13 +98,14 @@ def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_voc
     args = cli.task_options(
         ["train", "memn2n", "--data-dir", str(data), "--tasks", "1", *flags])
     prepared = task_module.prepare(args)
-    vocabulary = sorted(set(prepared["vocab"].index.values()) - {0})
-    answers = {prepared["vocab"].index[babi.normalize_answer(q.answer)]
-               for q in prepared["splits"]["train"]}
-    assert (prepared["answer_ids"] == vocabulary) == whole_vocabulary
-    assert answers <= set(prepared["answer_ids"])
-    config = task_module.model_config(args, prepared)
-    assert config.empty_slots == empty_slots
+    vocabulary = sorted(set(prepared.vocab.index.values()) - {0})
+    answers = {prepared.vocab.index[babi.normalize_answer(q.answer)]
+               for q in prepared.splits["train"]}
+    assert (list(prepared.answer_ids) == vocabulary) == whole_vocabulary
+    assert answers <= set(prepared.answer_ids)
+    model = task_module.new_model(args, prepared)
+    assert model.empty_slots == empty_slots
+    assert model.get_layer("memn2n").empty_slots == empty_slots
 
 
 def test_five_percent_error_is_not_a_failed_task():

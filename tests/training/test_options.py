@@ -53,7 +53,7 @@ class SpyTask(TrainOnlyTask):
         model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(args.width),
                                   keras.layers.Dense(1)])
         model.compile(optimizer="adam", loss="mse")
-        return {"width": args.width}, model
+        return model
 
     def callbacks(self, model, data, args):
         self._saw("callbacks", args)
@@ -64,7 +64,7 @@ class SpyTask(TrainOnlyTask):
         return {"x": data["x"], "y": data["y"], "batch_size": args.batch_size,
                 "epochs": args.epochs}
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         self._saw("settings", args)
         return {}
 

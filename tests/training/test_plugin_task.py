@@ -30,13 +30,13 @@ class DoublingTask(Task):
     def build_model(self, args, data, jit_compile):
         model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1, name="line")])
         model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse", jit_compile=jit_compile)
-        return {"units": 1}, model
+        return model
 
     def fit_arguments(self, model, data, args):
         return {"x": data["x"], "y": data["y"], "batch_size": args.batch_size,
                 "epochs": args.epochs}
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         return {"scale": 2.0}
 
     def evaluate(self, model, meta, assets, args=None, data=None):

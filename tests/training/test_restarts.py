@@ -48,7 +48,7 @@ class NoisyLineTask(TrainOnlyTask):
                                   keras.layers.Dense(1)])
         model.compile(optimizer=keras.optimizers.SGD(0.3), loss="mse")
         self.starts[args.seed] = [w.copy() for w in model.get_weights()]
-        return {"units": 8}, model
+        return model
 
     def callbacks(self, model, data, args):
         stop = self.interrupt
@@ -77,7 +77,7 @@ def _args(*flags):
 
 
 def test_restarts_train_from_their_own_seeds_and_keep_the_lowest_training_error(toy):
-    data, _, model, record = runner.fit_in_process(toy, _args("--restarts", "3", "--seed", "4"))
+    data, model, record = runner.fit_in_process(toy, _args("--restarts", "3", "--seed", "4"))
     seeds = [4, 4 + runner.RESTART_SEED_STEP, 4 + 2 * runner.RESTART_SEED_STEP]
     assert [r["seed"] for r in record["restarts"]] == seeds
     # Each restart started from other weights, on the same data (the seed-4 split).
@@ -95,7 +95,7 @@ def test_restarts_train_from_their_own_seeds_and_keep_the_lowest_training_error(
 
 
 def test_one_restart_is_the_plain_run(toy):
-    _, _, model, record = runner.fit_in_process(toy, _args("--seed", "4"))
+    _, model, record = runner.fit_in_process(toy, _args("--seed", "4"))
     assert "restarts" not in record and "kept_seed" not in record
     assert list(toy.trained) == [4]
 

@@ -10,7 +10,7 @@ from keras_attn.training.task import Task
 class TrainOnlyTask(Task):
     """A task that trains and saves its run, with nothing to score or export."""
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         return {}
 
     def evaluate(self, model, meta, assets, args=None, data=None):

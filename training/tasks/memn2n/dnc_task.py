@@ -4,7 +4,7 @@ Graves et al. 2016 (Methods, "bAbI"): each question is one sequence of words,
 the story then the question, one-hot inputs; the answer is the output at the
 question mark, a softmax over the vocabulary. Data, splits and the held-out
 figures are the `memn2n` task's (`--data-dir DIR --tasks N`, or the built-in
-stories); the model is `keras_attn.models.dnc.build_dnc_qa`, the paper's size
+stories); the model is `keras_attn.models.dnc.DNCQA`, the paper's size
 by default (on a CPU, a smaller memory and controller train far faster:
 `--memory-size 64 --memory-width 32 --read-heads 2 --controller-units 128`).
 """
@@ -12,13 +12,14 @@ by default (on a CPU, a smaller memory and controller train far faster:
 import keras
 import numpy as np
 
-from keras_attn.models.dnc import DNCQAConfig, build_dnc_qa, compile_dnc_qa
+from keras_attn.models.dnc import DNCQA, compile_dnc_qa
 from keras_attn.training.arguments import positive_float, positive_int
 from keras_attn.training.callbacks import TimeBudget
 from keras_attn.training.data.batching import EndlessBatches
 from keras_attn.training.tasks.memn2n import words
 from keras_attn.training.tasks.memn2n.task import (
     MemN2NTask,
+    Questions,
     add_data_arguments,
     error_figures,
     load_questions,
@@ -55,9 +56,8 @@ def prepare(args):
 
 def prepared(splits, names, source):
     """The run's data from its question splits: the splits and the vocabulary."""
-    vocab = words.build_vocabulary(splits["train"])
-    return {"splits": splits, "names": names, "source": source, "vocab": vocab,
-            "several": len(names) > 1}
+    return Questions(splits=splits, names=names, source=source,
+                     vocab=words.build_vocabulary(splits["train"]))
 
 
 def read_answers(model, vocab, settings, questions, batch_size=256):
@@ -73,7 +73,7 @@ def read_answers(model, vocab, settings, questions, batch_size=256):
 
 
 class DNCBabiTask(MemN2NTask):
-    """`MemN2NTask`'s data, assets and figures with `models.dnc.build_dnc_qa`."""
+    """`MemN2NTask`'s data, assets and figures with `models.dnc.DNCQA`."""
 
     name = "dnc-babi"
     summary = "differentiable neural computer, bAbI-format QA, word by word (Graves et al. 2016)"
@@ -93,31 +93,30 @@ class DNCBabiTask(MemN2NTask):
         return data
 
     def build_model(self, args, data, jit_compile):
-        config = DNCQAConfig(
-            vocab_size=len(data["vocab"]), memory_size=args.memory_size,
+        model = DNCQA(
+            vocab_size=len(data.vocab), memory_size=args.memory_size,
             memory_width=args.memory_width, read_heads=args.read_heads,
             controller_units=args.controller_units,
         )
-        model = compile_dnc_qa(build_dnc_qa(config), learning_rate=args.learning_rate,
-                               clipnorm=args.clipnorm, jit_compile=jit_compile)
-        return config, model
+        return compile_dnc_qa(model, learning_rate=args.learning_rate,
+                              clipnorm=args.clipnorm, jit_compile=jit_compile)
 
     def callbacks(self, model, data, args):
         return [TimeBudget(args.max_minutes * 60)] if args.max_minutes else []
 
-    def settings(self, args, data, config):
-        return {"source": data["source"],
-                "names": {str(k): v for k, v in data["names"].items()},
+    def settings(self, args, data, model):
+        return {"source": data.source,
+                "names": {str(k): v for k, v in data.names.items()},
                 "max_story_words": args.max_story_words}
 
     def fit(self, model, data, args, callbacks, verbose):
-        vocab, limit = data["vocab"], args.max_story_words
-        train = words.QuestionBatches(*words.encode(data["splits"]["train"], vocab, limit),
+        vocab, limit = data.vocab, args.max_story_words
+        train = words.QuestionBatches(*words.encode(data.splits["train"], vocab, limit),
                                       args.batch_size, BUCKET, shuffle=True, seed=args.seed)
         if args.steps_per_epoch:
             train = EndlessBatches(train)
         validation = words.QuestionBatches(
-            *words.encode(data["splits"]["validation"], vocab, limit), args.batch_size, BUCKET)
+            *words.encode(data.splits["validation"], vocab, limit), args.batch_size, BUCKET)
         history = model.fit(train, validation_data=validation, epochs=args.epochs,
                             steps_per_epoch=args.steps_per_epoch, callbacks=callbacks,
                             verbose=verbose)

@@ -15,13 +15,7 @@ import weakref
 import keras
 import numpy as np
 
-from keras_attn.models.memn2n import (
-    MemN2NConfig,
-    MemN2NSchedule,
-    build_memn2n,
-    compile_memn2n,
-    with_attention,
-)
+from keras_attn.models.memn2n import MemN2NQA, MemN2NSchedule, compile_memn2n, with_attention
 from keras_attn.training import distribution
 from keras_attn.training.arguments import (
     fraction,
@@ -173,25 +167,49 @@ def prepare(args):
     return prepared(*load_questions(args), args)
 
 
+@dataclasses.dataclass(frozen=True)
+class Questions:
+    """A bAbI run's prepared data (`memn2n`, and `dnc-babi` with its own vocabulary).
+
+    Attributes:
+        splits: `{"train" | "validation" | "test": [babi.Question, …]}`.
+        names: `{task number: task name}` of the tasks in the run.
+        source: `"built-in"` (generated stories) or `"babi"` (files).
+        vocab: the training questions' words.
+    """
+
+    splits: dict
+    names: dict
+    source: str
+    vocab: Vocabulary
+
+    @property
+    def several(self):
+        """Whether the run trains on several tasks jointly."""
+        return len(self.names) > 1
+
+
+@dataclasses.dataclass(frozen=True)
+class MemN2NQuestions(Questions):
+    """`Questions` with what sizes a `MemN2NQA`: the longest training sentence and
+    question, and the ids an answer may be (`--answer-space`)."""
+
+    sentence_length: int = 0
+    question_length: int = 0
+    answer_ids: tuple = ()
+
+
 def prepared(splits, names, source, args):
     """The run's data from its question splits: vocabulary, lengths, answer ids."""
     vocab = babi.build_vocabulary(splits["train"])
     sentence_length, question_length = babi.lengths_of(splits["train"])
     if args.answer_space == "vocabulary":
-        answers = list(range(1, max(vocab.index.values()) + 1))  # every id but padding
+        answers = range(1, max(vocab.index.values()) + 1)  # every id but padding
     else:
         answers = sorted({vocab.index[babi.normalize_answer(q.answer)] for q in splits["train"]})
-    several = len(names) > 1
-    return {
-        "splits": splits,
-        "names": names,
-        "source": source,
-        "vocab": vocab,
-        "sentence_length": sentence_length,
-        "question_length": question_length,
-        "answer_ids": answers,
-        "several": several,
-    }
+    return MemN2NQuestions(splits=splits, names=names, source=source, vocab=vocab,
+                           sentence_length=sentence_length, question_length=question_length,
+                           answer_ids=tuple(answers))
 
 
 def arrays(vocab, settings, questions):
@@ -278,10 +296,10 @@ def figures(model, vocab, settings, questions):
 
 def print_data(data, details=""):
     """One line: where the questions come from, how many per split, the vocabulary."""
-    splits = data["splits"]
-    print(f"data: {data['source']} {list(data['names'])}, {len(splits['train'])} train / "
+    splits = data.splits
+    print(f"data: {data.source} {list(data.names)}, {len(splits['train'])} train / "
           f"{len(splits['validation'])} validation / {len(splits['test'])} test questions; "
-          f"vocabulary {len(data['vocab'])}{details}")
+          f"vocabulary {len(data.vocab)}{details}")
 
 
 def print_figures(title, figures_, names):
@@ -298,14 +316,15 @@ def print_figures(title, figures_, names):
 
 # -- the task ---------------------------------------------------------------------
 
-def model_config(args, data):
-    several = data["several"]
-    return MemN2NConfig(
-        vocab_size=len(data["vocab"]),
-        answer_ids=data["answer_ids"],
+def new_model(args, data):
+    """The untrained `MemN2NQA`, sized by the flags and the data."""
+    several = data.several
+    return MemN2NQA(
+        vocab_size=len(data.vocab),
+        answer_ids=data.answer_ids,
         memory_size=args.memory_size,
-        sentence_length=data["sentence_length"],
-        question_length=data["question_length"],
+        sentence_length=data.sentence_length,
+        question_length=data.question_length,
         embedding_dim=args.embedding_dim or (50 if several else 20),
         hops=args.hops,
         weight_tying=args.weight_tying,
@@ -322,7 +341,7 @@ def model_config(args, data):
 def schedule_of(args, data, quiet=False):
     """The authors' schedule: linear start for a fixed number of epochs at 0.005,
     then the same rate, halved every `--halve-every` epochs."""
-    several = data["several"]
+    several = data.several
     if args.optimizer == "adam":
         default_rate = 0.001
     else:
@@ -340,13 +359,12 @@ def schedule_of(args, data, quiet=False):
     )
 
 
-def linear_start_epochs(args, data):
+def linear_start_epochs(args, schedule, epochs_run):
     """The epochs a run trained before the softmax was restored (all of them if it
-    never was; 0 without linear start)."""
-    schedule = data.get("schedule")
+    never was; 0 without linear start or without the schedule)."""
     if not args.linear_start or schedule is None:
         return 0
-    return schedule.softmax_epoch or data.get("epochs_run", 0)
+    return schedule.softmax_epoch or epochs_run
 
 
 class MemN2NTask(Task):
@@ -383,45 +401,40 @@ class MemN2NTask(Task):
 
     def prepare(self, args):
         data = prepare(args)
-        print_data(data, f"; sentences ≤ {data['sentence_length']} words")
+        print_data(data, f"; sentences ≤ {data.sentence_length} words")
         return data
 
     def build_model(self, args, data, jit_compile):
-        config = model_config(args, data)
         learning_rate, _ = schedule_of(args, data)
-        model = compile_memn2n(build_memn2n(config), optimizer=args.optimizer,
-                               learning_rate=learning_rate, clipnorm=args.clipnorm,
-                               clip=args.clip, jit_compile=jit_compile)
-        return config, model
+        return compile_memn2n(new_model(args, data), optimizer=args.optimizer,
+                              learning_rate=learning_rate, clipnorm=args.clipnorm,
+                              clip=args.clip, jit_compile=jit_compile)
 
     def callbacks(self, model, data, args):
-        # Kept with the run's data, not on the task: the registry's one task object
-        # serves every run of the process.
-        data["schedule"] = schedule_of(args, data, args.quiet)[1]
-        return [data["schedule"]]
+        return [schedule_of(args, data, args.quiet)[1]]
 
-    def settings(self, args, data, config):
-        return {"source": data["source"],
-                "names": {str(k): v for k, v in data["names"].items()},
-                "memory_size": config.memory_size,
-                "sentence_length": config.sentence_length,
-                "question_length": config.question_length,
-                "linear_start_epochs": linear_start_epochs(args, data)}
+    def settings(self, args, data, model):
+        return {"source": data.source,
+                "names": {str(k): v for k, v in data.names.items()},
+                "memory_size": model.memory_size,
+                "sentence_length": model.sentence_length,
+                "question_length": model.question_length}
 
     def fit(self, model, data, args, callbacks, verbose):
         settings = {"memory_size": args.memory_size,
-                    "sentence_length": data["sentence_length"],
-                    "question_length": data["question_length"]}
-        x, y, _ = arrays(data["vocab"], settings, data["splits"]["train"])
-        vx, vy, _ = arrays(data["vocab"], settings, data["splits"]["validation"])
-        epochs = args.epochs or (90 if data["several"] else 120)
+                    "sentence_length": data.sentence_length,
+                    "question_length": data.question_length}
+        x, y, _ = arrays(data.vocab, settings, data.splits["train"])
+        vx, vy, _ = arrays(data.vocab, settings, data.splits["validation"])
+        epochs = args.epochs or (90 if data.several else 120)
         arguments = distribution.even_fit_arguments(
             {"x": x, "y": y, "validation_data": (vx, vy), "batch_size": args.batch_size})
         history = model.fit(**arguments, epochs=epochs, callbacks=callbacks, verbose=verbose)
-        data["epochs_run"] = len(history.epoch)
-        print(f"linear start: {linear_start_epochs(args, data)} epochs")
+        schedule = next((c for c in callbacks if isinstance(c, MemN2NSchedule)), None)
+        linear = linear_start_epochs(args, schedule, len(history.epoch))
+        print(f"linear start: {linear} epochs")
         return {"epochs": len(history.epoch), "train_loss": float(history.history["loss"][-1]),
-                "records": {"history": history.history}}
+                "linear_start_epochs": linear, "records": {"history": history.history}}
 
     def training_error(self, record):
         # The paper's rule is the training error: the share of training questions
@@ -429,11 +442,11 @@ class MemN2NTask(Task):
         return 1.0 - float(record["records"]["history"]["accuracy"][-1])
 
     def save_assets(self, run_dir, data, meta):
-        data["vocab"].save(os.path.join(run_dir, "vocab.json"))
-        babi.save_forms(babi.surface_forms(data["splits"]["train"]),
+        data.vocab.save(os.path.join(run_dir, "vocab.json"))
+        babi.save_forms(babi.surface_forms(data.splits["train"]),
                         os.path.join(run_dir, "forms.json"))
         # The held-out questions, one bAbI-format file per task, for `evaluate`.
-        test = data["splits"]["test"] or data["splits"]["validation"]
+        test = data.splits["test"] or data.splits["validation"]
         test_dir = os.path.join(run_dir, "test")
         os.makedirs(test_dir, exist_ok=True)
         for task, name in task_names(meta.settings).items():
@@ -448,7 +461,7 @@ class MemN2NTask(Task):
     def evaluate(self, model, meta, assets, args=None, data=None):
         vocab, names = assets["vocab"], task_names(meta.settings)
         if data is not None:
-            splits = data["splits"]
+            splits = data.splits
             results = {"validation": self.figures(model, vocab, meta.settings,
                                                   splits["validation"])}
             print_figures("validation:", results["validation"], names)
@@ -468,7 +481,7 @@ class MemN2NTask(Task):
         return results
 
     def show_samples(self, model, meta, assets, data):
-        sample = (data["splits"]["test"] or data["splits"]["validation"])[:3]
+        sample = (data.splits["test"] or data.splits["validation"])[:3]
         answers, probs = self.answer(model, assets["vocab"], meta.settings, sample)[:2]
         print("sample answers (held-out):")
         for q, a, p in zip(sample, answers, probs, strict=True):

@@ -21,14 +21,8 @@ import keras
 import numpy as np
 
 from keras_attn.choices import NTM_CONTROLLERS, NTM_MEMORY_INITS
-from keras_attn.models.dnc import DNCConfig, build_dnc
-from keras_attn.models.ntm import (
-    NTMConfig,
-    bit_errors,
-    bits_per_sequence,
-    build_ntm,
-    compile_ntm,
-)
+from keras_attn.models.dnc import DNCSequenceModel
+from keras_attn.models.ntm import NTMSequenceModel, bit_errors, bits_per_sequence, compile_ntm
 from keras_attn.training.arguments import (
     non_negative_float,
     non_negative_int,
@@ -58,11 +52,11 @@ class BitTask:
         validation: the params of the convergence check (each gets `VALIDATION_EACH`
             sequences).
         tests: `{label: params}`, the figures reported after training.
-        model: `models.ntm.NTMConfig` fields that differ from its defaults.
+        model: arguments of the model that differ from its defaults.
         sequences: the default training budget.
         example: the flag → param names `predict` accepts (`--length` → `length`).
-        architecture: `"ntm"` (`models.ntm.NTMConfig`) or `"dnc"`
-            (`models.dnc.DNCConfig`).
+        architecture: `"ntm"` (`models.ntm.NTMSequenceModel`) or `"dnc"`
+            (`models.dnc.DNCSequenceModel`).
         marker_channels: output channels that mark an event rather than carry data
             (repeat copy's end marker); the figures report their errors apart.
     """
@@ -220,7 +214,8 @@ def add_arguments(parser, task):
                      help="stop after this many converged checks in a row (0: never stop early)")
     fit.add_argument("--test-sequences", type=positive_int,
                      default=1000, help="per figure after training")
-def model_config(task, args):
+def new_model(task, args):
+    """The untrained model of the task's architecture, sized by the flags."""
     shared = {
         "input_bits": task.model["input_bits"],
         "output_bits": task.model["output_bits"],
@@ -230,8 +225,8 @@ def model_config(task, args):
         "controller_units": args.controller_units,
     }
     if task.architecture == "dnc":
-        return DNCConfig(**shared)
-    return NTMConfig(
+        return DNCSequenceModel(**shared)
+    return NTMSequenceModel(
         **shared,
         write_heads=args.write_heads,
         controller=args.controller,
@@ -357,10 +352,8 @@ class BitSequenceTask(Task):
         return None
 
     def build_model(self, args, data, jit_compile):
-        config = model_config(self.spec, args)
-        build = build_dnc if self.spec.architecture == "dnc" else build_ntm
-        return config, compile_ntm(build(config), learning_rate=args.learning_rate,
-                                   clipnorm=args.clipnorm, jit_compile=jit_compile)
+        return compile_ntm(new_model(self.spec, args), learning_rate=args.learning_rate,
+                           clipnorm=args.clipnorm, jit_compile=jit_compile)
 
     def fit(self, model, data, args, callbacks, verbose):
         """A loop of `train_on_batch`, not `fit`: each batch has its own number of steps,
@@ -413,13 +406,13 @@ class BitSequenceTask(Task):
         return {"sequences": seen, "converged_at": reached, "diverged": monitor.diverged,
                 "records": {"curve": monitor.curve}}
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         return {"architecture": self.spec.architecture, "seed": args.seed,
                 "learning_rate": args.learning_rate, "test_sequences": args.test_sequences,
                 "curriculum": args.curriculum,
-                "input_bits": config.input_bits, "output_bits": config.output_bits,
-                "memory_size": config.memory_size, "read_heads": config.read_heads,
-                "write_heads": getattr(config, "write_heads", 1)}
+                "input_bits": model.input_bits, "output_bits": model.output_bits,
+                "memory_size": model.memory_size, "read_heads": model.read_heads,
+                "write_heads": getattr(model, "write_heads", 1)}
 
     def evaluate(self, model, meta, assets, args=None, data=None):
         settings = meta.settings

@@ -14,8 +14,7 @@ import keras
 import numpy as np
 
 from keras_attn.models.pointer_net import (
-    PointerNetConfig,
-    build_pointer_net,
+    PointerNet,
     compile_pointer_net,
     decode,
     teacher_forcing,
@@ -44,7 +43,7 @@ class PointTask:
         answers: `fn(points (count, n, D)) → (count, n)` indices, `-1` after the
             answer (a test instance's ground truth).
         score: `fn(points, truths, predictions) → dict` for one test size.
-        model: `PointerNetConfig` fields of the task (`min_outputs`, `start_index`).
+        model: `PointerNet` arguments of the task (`min_outputs`, `start_index`).
         instances, epochs: the default training set and passes over it.
         beam_widths: the test figures' decoders (1: greedy).
     """
@@ -199,6 +198,16 @@ def training_set(task, seed, count, min_points, max_points, stream=0):
     return points[order], lengths[order], answers[order]
 
 
+@dataclasses.dataclass(frozen=True)
+class PointSets:
+    """A pointer run's prepared data: `(inputs, targets, weights)` of `model_inputs`
+    for training and validation, and the seconds it took to make them."""
+
+    train: tuple
+    validation: tuple
+    seconds: float
+
+
 def model_inputs(task, points, lengths, answers):
     start = task.model.get("start_index")
     # A start point is given, not predicted: it is not a target.
@@ -213,12 +222,19 @@ def test_sets(task, seed, count, sizes):
 
 
 # -- the model -----------------------------------------------------------------------------
-def model_config(task, args):
-    return PointerNetConfig(
+def new_model(task, args):
+    """The untrained `PointerNet`, sized by the flags."""
+    return PointerNet(
         point_dim=task.point_dim, encoder=args.encoder, units=args.units,
         encoder_layers=args.encoder_layers, heads=args.heads, glimpses=args.glimpses,
-        logit_clip=args.logit_clip or None, max_points=args.supported_points, **task.model,
+        logit_clip=args.logit_clip or None, **task.model,
     )
+
+
+def warmup_steps(args):
+    """`--warmup-steps`, at most half of the run's steps."""
+    steps = args.epochs * -(-args.train_instances // args.batch_size)
+    return min(args.warmup_steps, steps // 2)
 
 
 def predict_indices(model, points, lengths=None, beam_width=1, select="log_prob", chunk=None):
@@ -292,8 +308,7 @@ class PointerTask(Task):
 
     def prepare(self, args):
         task = self.spec
-        self.test_sizes = test_sizes_of(args.test_sizes)
-        if task.name == "pointer-tsp" and max(self.test_sizes) > 12:
+        if task.name == "pointer-tsp" and max(test_sizes_of(args.test_sizes)) > 12:
             raise SystemExit("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
         if not 3 <= args.min_points <= args.max_points <= args.supported_points:
             raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; "
@@ -309,40 +324,39 @@ class PointerTask(Task):
                              args.max_points)
         validation = training_set(task, args.seed, args.validation_instances, args.min_points,
                                   args.max_points, stream=1)
-        self.data_seconds = time.time() - start
+        seconds = time.time() - start
         if not args.quiet:
             print(f"generated {args.train_instances} training instances in "
-                  f"{self.data_seconds:.0f} s", flush=True)
-        return {"train": model_inputs(task, *train), "validation": model_inputs(task, *validation)}
+                  f"{seconds:.0f} s", flush=True)
+        return PointSets(train=model_inputs(task, *train),
+                         validation=model_inputs(task, *validation), seconds=seconds)
 
     def build_model(self, args, data, jit_compile):
-        config = model_config(self.spec, args)
-        model = build_pointer_net(config)
         steps = args.epochs * -(-args.train_instances // args.batch_size)
-        self.warmup = min(args.warmup_steps, steps // 2)
+        warmup = warmup_steps(args)
         # Without the warm-up, the hull run of seed 0 sat on a plateau (loss 0.71, step
         # accuracy 0.26) for its whole first epoch; with it, it learns from the start.
         schedule = keras.optimizers.schedules.CosineDecay(
-            0.0 if self.warmup else args.learning_rate, steps - self.warmup, alpha=0.05,
-            warmup_target=args.learning_rate if self.warmup else None,
-            warmup_steps=self.warmup)
-        return config, compile_pointer_net(model, learning_rate=schedule,
-                                           clipnorm=args.clipnorm, jit_compile=jit_compile)
+            0.0 if warmup else args.learning_rate, steps - warmup, alpha=0.05,
+            warmup_target=args.learning_rate if warmup else None, warmup_steps=warmup)
+        return compile_pointer_net(new_model(self.spec, args), learning_rate=schedule,
+                                   clipnorm=args.clipnorm, jit_compile=jit_compile)
 
     def fit_arguments(self, model, data, args):
-        x, y, w = data["train"]
+        x, y, w = data.train
         return {"x": x, "y": y, "sample_weight": w, "batch_size": args.batch_size,
-                "epochs": args.epochs, "validation_data": data["validation"]}
+                "epochs": args.epochs, "validation_data": data.validation}
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         return {"seed": args.seed, "learning_rate": args.learning_rate,
-                "warmup_steps": self.warmup, "train_instances": args.train_instances,
+                "warmup_steps": warmup_steps(args), "train_instances": args.train_instances,
                 "validation_instances": args.validation_instances,
                 "train_sizes": [args.min_points, args.max_points],
-                "beam_width": args.beam_width, "data_seconds": self.data_seconds,
-                "test_instances": args.test_instances, "test_sizes": list(self.test_sizes),
-                "point_dim": config.point_dim, "max_points": config.max_points,
-                "start_index": config.start_index}
+                "beam_width": args.beam_width, "data_seconds": data.seconds,
+                "test_instances": args.test_instances,
+                "test_sizes": list(test_sizes_of(args.test_sizes)),
+                "point_dim": model.point_dim, "max_points": args.supported_points,
+                "start_index": model.start_index}
 
     def evaluate(self, model, meta, assets, args=None, data=None):
         settings = meta.settings

@@ -1,5 +1,7 @@
 """The `translator` task's data: splits, vocabularies, training batches."""
 
+import dataclasses
+
 import numpy as np
 
 from keras_attn.training.data.batching import BucketedBatches
@@ -8,8 +10,36 @@ from keras_attn.training.tasks.translator.parallel import load_parallel_tsv, spl
 from keras_attn.training.text import END_ID, UNK_ID, Vocabulary
 
 
+@dataclasses.dataclass(frozen=True)
+class TranslationData:
+    """A translator run's prepared data.
+
+    Attributes:
+        kind: `"dates"` (the built-in task) or `"text"` (`--data`).
+        splits: `{"train" | "validation" | "test": [(source, target), …]}` texts.
+        source_vocab, target_vocab: each side's `Vocabulary`.
+        train_ids: `(sources, targets)`, the training pairs as id lists (no
+            `[START]` / `[END]`).
+        max_source_length: the longest training source, in tokens.
+        max_target_length: the longest training target with `[START]` and `[END]`.
+        preprocess: how texts are normalised before the vocabularies see them
+            (`level`, `lowercase`, `space_punctuation`, `collapse_whitespace`).
+        batches: `(training, validation)` batches once the task has made them.
+    """
+
+    kind: str
+    splits: dict
+    source_vocab: Vocabulary
+    target_vocab: Vocabulary
+    train_ids: tuple
+    max_source_length: int
+    max_target_length: int
+    preprocess: dict
+    batches: tuple | None = None
+
+
 def load_data(args):
-    """Splits, vocabularies, lengths and preprocessing options for this run.
+    """The run's `TranslationData` (without batches).
 
     `args` are the task's resolved options (`TranslatorTask.resolve`).
     """
@@ -68,16 +98,16 @@ def load_data(args):
         train = splits["train"] = [p for p, k in zip(train, keep, strict=True) if k]
         sources = [ids for ids, k in zip(sources, keep, strict=True) if k]
         targets = [ids for ids, k in zip(targets, keep, strict=True) if k]
-    return {
-        "kind": kind,
-        "splits": splits,
-        "source_vocab": source_vocab,
-        "target_vocab": target_vocab,
-        "train_ids": (sources, targets),
-        "max_source_length": max(map(len, sources)),
-        "max_target_length": max(map(len, targets)) + 2,
-        "preprocess": preprocess,
-    }
+    return TranslationData(
+        kind=kind,
+        splits=splits,
+        source_vocab=source_vocab,
+        target_vocab=target_vocab,
+        train_ids=(sources, targets),
+        max_source_length=max(map(len, sources)),
+        max_target_length=max(map(len, targets)) + 2,
+        preprocess=preprocess,
+    )
 
 
 def vocabulary_size(train_pairs):
@@ -93,8 +123,8 @@ def vocabulary_size(train_pairs):
 def unknown_rates(data, pairs):
     """The share of source and target tokens of `pairs` that map to `[UNK]`."""
     rates = []
-    for vocab, texts in ((data["source_vocab"], [s for s, _ in pairs]),
-                         (data["target_vocab"], [t for _, t in pairs])):
+    for vocab, texts in ((data.source_vocab, [s for s, _ in pairs]),
+                         (data.target_vocab, [t for _, t in pairs])):
         ids = [i for text in texts for i in vocab.encode(text)]
         rates.append(sum(i == UNK_ID for i in ids) / max(len(ids), 1))
     return tuple(rates)
@@ -102,12 +132,12 @@ def unknown_rates(data, pairs):
 
 def datasets(data, batch_size, seed, sort_window=1):
     """Length-bucketed training batches (reshuffled every epoch) and validation ones."""
-    train = BucketedBatches(*data["train_ids"], batch_size, window=sort_window, seed=seed)
-    pairs = data["splits"]["validation"]
-    source_max, target_max = data["max_source_length"], data["max_target_length"] - 2
+    train = BucketedBatches(*data.train_ids, batch_size, window=sort_window, seed=seed)
+    pairs = data.splits["validation"]
+    source_max, target_max = data.max_source_length, data.max_target_length - 2
     validation = BucketedBatches(
-        [data["source_vocab"].encode(s, source_max) for s, _ in pairs],
-        [data["target_vocab"].encode(t, target_max) for _, t in pairs],
+        [data.source_vocab.encode(s, source_max) for s, _ in pairs],
+        [data.target_vocab.encode(t, target_max) for _, t in pairs],
         batch_size, shuffle=False,
     )
     return train, validation
@@ -115,10 +145,10 @@ def datasets(data, batch_size, seed, sort_window=1):
 
 def target_token_counts(data):
     """How often each target id occurs in training (`[END]` once a sentence)."""
-    _, targets = data["train_ids"]
+    _, targets = data.train_ids
     counts = np.bincount(
         np.fromiter((i for ids in targets for i in ids), "int64"),
-        minlength=len(data["target_vocab"]),
+        minlength=len(data.target_vocab),
     )
     counts[END_ID] += len(targets)
     return counts

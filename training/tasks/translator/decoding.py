@@ -114,13 +114,13 @@ class TranslationProgress(keras.callbacks.Callback):
         self.best = self.best_epoch = self.best_weights = None
 
     def on_epoch_end(self, epoch, logs=None):
-        pairs = self.data["splits"]["validation"][: self.limit]
+        pairs = self.data.splits["validation"][: self.limit]
         if not pairs:
             return
         sources = [s for s, _ in pairs]
         references = [detokenize(t, self.settings["preprocess"]) for _, t in pairs]
-        hyps = translate_texts(self.model, self.data["source_vocab"],
-                               self.data["target_vocab"], self.settings, sources)
+        hyps = translate_texts(self.model, self.data.source_vocab,
+                               self.data.target_vocab, self.settings, sources)
         figures = score(self.settings["kind"], hyps, references)
         self.history.append({"epoch": epoch + 1, **figures})
         line = f"epoch {epoch + 1}: validation (n={figures['n']}, greedy)"

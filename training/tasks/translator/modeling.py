@@ -4,8 +4,8 @@ flags and the data, with the learning-rate schedule and the run's settings."""
 import keras
 
 from keras_attn.models.schedules import InverseSquareRootDecay
-from keras_attn.models.transformer import TransformerConfig, build_transformer
-from keras_attn.models.translator import TranslatorConfig, build_translator
+from keras_attn.models.transformer import TransformerTranslator
+from keras_attn.models.translator import Translator
 from keras_attn.training.tasks.translator.flags import DEFAULT_LEARNING_RATE, TEXT_TRANSFORMER_RATE
 
 
@@ -39,16 +39,13 @@ def learning_rate(args, steps_per_epoch):
 
 
 def build_model(args, data):
-    """`(config, model)` of `--model`, sized by the flags and the data."""
-    sizes = dict(
-        source_vocab_size=len(data["source_vocab"]),
-        target_vocab_size=len(data["target_vocab"]),
-        max_source_length=data["max_source_length"],
-        max_target_length=data["max_target_length"],
-    )
+    """The model of `--model`, sized by the flags and the data."""
+    vocab_sizes = dict(source_vocab_size=len(data.source_vocab),
+                       target_vocab_size=len(data.target_vocab))
     if args.model == "transformer":
-        config = TransformerConfig(
-            **sizes,
+        return TransformerTranslator(
+            **vocab_sizes,
+            max_target_length=data.max_target_length,
             model_dim=args.model_dim,
             num_heads=args.num_heads,
             num_layers=args.num_layers,
@@ -57,9 +54,8 @@ def build_model(args, data):
             max_wavelength=args.max_wavelength,
             rope_max_wavelength=args.rope_max_wavelength or None,
         )
-        return config, build_transformer(config)
-    config = TranslatorConfig(
-        **sizes,
+    return Translator(
+        **vocab_sizes,
         attention=args.attention,
         rnn=args.rnn,
         embedding_dim=args.embedding_dim,
@@ -69,17 +65,16 @@ def build_model(args, data):
         attention_layer_size=args.decoder_units,
         input_feeding=args.input_feeding,
     )
-    return config, build_translator(config)
 
 
 def run_settings(args, data):
     """`RunMeta.settings`: what decoding, evaluating and exporting need."""
     return {
         "model": args.model,
-        "kind": data["kind"],
-        "max_source_length": data["max_source_length"],
-        "max_target_length": data["max_target_length"],
-        "preprocess": data["preprocess"],
+        "kind": data.kind,
+        "max_source_length": data.max_source_length,
+        "max_target_length": data.max_target_length,
+        "preprocess": data.preprocess,
         "beam_width": args.beam_width,
         "length_penalty": args.length_penalty,
     }

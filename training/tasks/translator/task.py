@@ -7,6 +7,7 @@ PATH.tsv` trains on tab-separated parallel text instead (`parallel`), with
 defaults chosen for real sentences (`PROFILES`).
 """
 
+import dataclasses
 import os
 
 from keras_attn.models.translator import compile_translator, initialize_output_bias
@@ -71,13 +72,13 @@ class TranslatorTask(Task):
     def prepare(self, args):
         kind = profile_of(args)
         data = load_data(args)
-        splits = data["splits"]
+        splits = data.splits
         print(
-            f"data: {data['kind']}, {len(splits['train'])} train / {len(splits['validation'])} "
+            f"data: {data.kind}, {len(splits['train'])} train / {len(splits['validation'])} "
             f"validation / {len(splits['test'])} test pairs; vocabularies "
-            f"{len(data['source_vocab'])} → {len(data['target_vocab'])} "
-            f"{data['preprocess']['level']}s; lengths {data['max_source_length']} → "
-            f"{data['max_target_length']}"
+            f"{len(data.source_vocab)} → {len(data.target_vocab)} "
+            f"{data.preprocess['level']}s; lengths {data.max_source_length} → "
+            f"{data.max_target_length}"
         )
         if kind == "text":
             unknown_source, unknown_target = unknown_rates(data, splits["validation"])
@@ -87,17 +88,17 @@ class TranslatorTask(Task):
                 print("  (the splits share no source sentence, so a validation sentence's "
                       "words are known only if other training sentences use them; a corpus "
                       "this small, or of single words, shares few)")
-        data["batches"] = datasets(data, args.batch_size, args.seed, args.sort_window)
-        return data
+        return dataclasses.replace(
+            data, batches=datasets(data, args.batch_size, args.seed, args.sort_window))
 
     def build_model(self, args, data, jit_compile):
         try:
-            config, model = build_model(args, data)
+            model = build_model(args, data)
         except ValueError as error:  # sizes that do not fit together: one line, no traceback
             raise SystemExit(f"translator: {error}") from None
         initialize_output_bias(model, target_token_counts(data))
-        train_batches, _ = data["batches"]
-        return config, compile_translator(
+        train_batches, _ = data.batches
+        return compile_translator(
             model, learning_rate=learning_rate(args, len(train_batches)),
             jit_compile=jit_compile,
         )
@@ -110,7 +111,7 @@ class TranslatorTask(Task):
         return callbacks
 
     def fit_arguments(self, model, data, args):
-        train, validation = data["batches"]
+        train, validation = data.batches
         print(f"training: {len(train)} batches an epoch "
               f"({100 * train.padding_fraction():.0f} % padding), at most {args.epochs} "
               "epochs" + (f" or {args.max_minutes:g} minutes" if args.max_minutes else "")
@@ -118,14 +119,14 @@ class TranslatorTask(Task):
                  else ""))
         return {"x": train, "validation_data": validation, "epochs": args.epochs}
 
-    def settings(self, args, data, config):
+    def settings(self, args, data, model):
         return run_settings(args, data)
 
     def save_assets(self, run_dir, data, meta):
-        data["source_vocab"].save(os.path.join(run_dir, "source_vocab.json"))
-        data["target_vocab"].save(os.path.join(run_dir, "target_vocab.json"))
+        data.source_vocab.save(os.path.join(run_dir, "source_vocab.json"))
+        data.target_vocab.save(os.path.join(run_dir, "target_vocab.json"))
         with open(os.path.join(run_dir, "test.tsv"), "w", encoding="utf-8") as f:
-            for source, target in data["splits"]["test"]:
+            for source, target in data.splits["test"]:
                 f.write(f"{source}\t{target}\n")
 
     def load_assets(self, run_dir, meta):
@@ -139,7 +140,7 @@ class TranslatorTask(Task):
         settings = meta.settings
         beam_width = args.beam_width if args is not None else settings["beam_width"]
         if data is not None:
-            pairs, title = data["splits"]["test"], "held-out test:"
+            pairs, title = data.splits["test"], "held-out test:"
         else:
             path = args.data or assets["test"]
             # The run's own test split is a TSV too; preprocess either as in training.
@@ -180,7 +181,7 @@ class TranslatorTask(Task):
         return explore(version_dir, meta, inputs)
 
     def show_samples(self, model, meta, assets, data):
-        sample = data["splits"]["test"][:5]
+        sample = data.splits["test"][:5]
         translations = translate_texts(model, assets["source_vocab"], assets["target_vocab"],
                                        meta.settings, [s for s, _ in sample],
                                        meta.settings["beam_width"])

@@ -1,0 +1,124 @@
+"""`ConfiguredModel`: a functional model whose constructor arguments are its config.
+
+As keras-hub's backbones: a model is built by calling its class with its sizes
+and choices, `get_config()` returns exactly those arguments and `from_config`
+calls the class with them again, so no parallel config class copies them, and a
+saved `.keras` file names the model's own class.
+"""
+
+import functools
+import inspect
+import numbers
+import types
+
+import keras
+import numpy as np
+
+from keras_attn import _validation
+
+# Keras's own keyword arguments of a model: not part of a model's config here.
+_KERAS_ARGUMENTS = ("name", "trainable", "dtype")
+
+
+class ConfiguredModel(keras.Model):
+    """Base of the zoo's models: the constructor's arguments are the config.
+
+    A subclass builds its graph in `__init__` and ends with
+    `super().__init__(inputs, outputs, **kwargs)`. Around that `__init__`:
+
+    * every argument annotated `int` or `int | None` is checked first: an
+      integer ≥ 1, or ≥ the floor `INTEGER_FLOORS` gives its name (`ValueError`
+      naming the argument otherwise); NumPy scalars (sizes read from data) become
+      Python numbers, and lists tuples, so the config serialises as JSON;
+    * each argument, defaults filled in, becomes an attribute of the same name
+      (`model.memory_size`), and `get_config()` returns them all with the name
+      and the dtype policy the model was built under;
+    * `from_config(config)` is `cls(**config)` under that policy.
+
+    Files saved before a model was a `ConfiguredModel` name a plain `Functional`
+    model: they still load, as that.
+    """
+
+    INTEGER_FLOORS = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__:
+            return
+        taken = [name for name in inspect.signature(cls.__init__).parameters
+                 if name != "self" and hasattr(keras.Model, name)]
+        if taken:
+            raise TypeError(f"{cls.__name__}'s arguments {taken} would hide attributes of "
+                            "`keras.Model`; name them otherwise.")
+        cls.__init__ = _recording_arguments(cls.__init__, cls.INTEGER_FLOORS)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                **{key: _as_json(value) for key, value in self.arguments.items()}}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        trainable = config.pop("trainable", True)
+        policy = config.pop("dtype", None)
+        # The layers take the global policy as they are built: the saved model's, for
+        # as long as it is rebuilt (a `mixed_float16` run reloads in mixed precision).
+        previous = keras.config.dtype_policy()
+        if policy is not None:
+            keras.config.set_dtype_policy(keras.dtype_policies.deserialize(policy))
+        try:
+            model = cls(**config)
+        finally:
+            keras.config.set_dtype_policy(previous)
+        model.trainable = trainable
+        return model
+
+
+def _recording_arguments(init, floors):
+    signature = inspect.signature(init)
+    integer_types = {int: False, int | None: True}
+    checked = {
+        name: integer_types[parameter.annotation]
+        for name, parameter in signature.parameters.items()
+        if parameter.annotation in integer_types
+    }
+
+    @functools.wraps(init)
+    def wrapped(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = {key: value for key, value in bound.arguments.items()
+                     if key != "self" and signature.parameters[key].kind
+                     is not inspect.Parameter.VAR_KEYWORD}
+        keras_kwargs = bound.arguments.get("kwargs", {})
+        for key, allow_none in checked.items():
+            arguments[key] = _validation.check_integer(
+                key, arguments[key], floors.get(key, 1), allow_none=allow_none)
+        arguments = {key: _plain(value) for key, value in arguments.items()}
+        init(self, **arguments, **keras_kwargs)
+        # The outermost class's arguments are the model's config (a subclass
+        # of a subclass records its own, after its parent's).
+        self.arguments = types.MappingProxyType(arguments)
+        for key, value in arguments.items():
+            setattr(self, key, value)
+
+    # Keras reads the constructor's signature (`inspect.getfullargspec`, which
+    # does not follow `__wrapped__`): it must see the model's own.
+    wrapped.__signature__ = signature
+    return wrapped
+
+
+def _plain(value):
+    """NumPy values as Python ones, lists and arrays as tuples (untracked by Keras)."""
+    if isinstance(value, (np.generic, np.ndarray)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _as_json(value):
+    return [_as_json(v) for v in value] if isinstance(value, tuple) else value
