@@ -88,13 +88,16 @@ def test_a_backup_that_cannot_be_read_is_set_aside(tmp_path, capsys):
 def test_translation_progress_stops_on_the_validation_figure_and_keeps_the_best(
         monkeypatch, capsys):
     from keras_attn.training.tasks.translator import decoding as translator
+    from keras_attn.training.tasks.translator.data import TranslationData
 
     figures = iter([10.0, 20.0, 15.0, 14.0, 13.0, 30.0])  # BLEU after each epoch
     monkeypatch.setattr(translator, "translate_texts", lambda *a, **k: ["x"])
     monkeypatch.setattr(translator, "score", lambda kind, h, r: {
         "bleu": next(figures), "chrf": 0.0, "bleu_lowercase": 0.0, "unk_share": 0.0,
         "exact_match": 0.0, "n": 1})
-    data = {"splits": {"validation": [("a", "b")]}, "source_vocab": None, "target_vocab": None}
+    data = TranslationData(kind="text", splits={"validation": [("a", "b")]}, source_vocab=None,
+                           target_vocab=None, train_ids=((), ()), max_source_length=1,
+                           max_target_length=3, preprocess={})
     progress = translator.TranslationProgress(data, {"kind": "text", "preprocess": {}},
                                               patience=3)
 
