@@ -16,9 +16,6 @@ import numpy as np
 
 from keras_attn import _validation
 
-# Keras's own keyword arguments of a model: not part of a model's config here.
-_KERAS_ARGUMENTS = ("name", "trainable", "dtype")
-
 
 class ConfiguredModel(keras.Model):
     """Base of the zoo's models: the constructor's arguments are the config.
@@ -84,14 +81,16 @@ def _recording_arguments(init, floors):
         if parameter.annotation in integer_types
     }
 
+    # `**kwargs` carries Keras's own arguments (`name`, `trainable`): not the config.
+    keras_keywords = next((name for name, parameter in signature.parameters.items()
+                           if parameter.kind is inspect.Parameter.VAR_KEYWORD), None)
+
     @functools.wraps(init)
     def wrapped(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        arguments = {key: value for key, value in bound.arguments.items()
-                     if key != "self" and signature.parameters[key].kind
-                     is not inspect.Parameter.VAR_KEYWORD}
-        keras_kwargs = bound.arguments.get("kwargs", {})
+        keras_kwargs = bound.arguments.pop(keras_keywords, {}) if keras_keywords else {}
+        arguments = {key: value for key, value in bound.arguments.items() if key != "self"}
         for key, allow_none in checked.items():
             arguments[key] = _validation.check_integer(
                 key, arguments[key], floors.get(key, 1), allow_none=allow_none)
