@@ -34,6 +34,7 @@ class DNCSequenceModel(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.dnc import DNCSequenceModel
     >>> DNCSequenceModel(memory_size=16, controller_units=32).output.shape
     (None, None, 8)
     """
@@ -107,6 +108,7 @@ class DNCQA(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.dnc import DNCQA
     >>> DNCQA(vocab_size=30, memory_size=16, controller_units=32).output.shape
     (None, 30)
     """

@@ -87,6 +87,7 @@ class MemN2NQA(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.memn2n import MemN2NQA
     >>> model = MemN2NQA(vocab_size=20, answer_ids=[3, 4], memory_size=5,
     ...                  sentence_length=4, question_length=3)
     >>> model.hops, model.output.shape

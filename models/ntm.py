@@ -55,6 +55,7 @@ class NTMSequenceModel(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.ntm import NTMSequenceModel
     >>> model = NTMSequenceModel(memory_size=16, controller_units=32)
     >>> model.output.shape
     (None, None, 8)

@@ -245,6 +245,7 @@ class PointerNet(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.pointer_net import PointerNet
     >>> model = PointerNet(units=32, encoder_layers=1, heads=2)
     >>> model.output.shape
     (None, None, None)

@@ -20,6 +20,7 @@ class InverseSquareRootDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
 
+    >>> from keras_attn.models.schedules import InverseSquareRootDecay
     >>> schedule = InverseSquareRootDecay(1e-3, warmup_steps=100)
     >>> tuple(round(float(schedule(s)), 6) for s in (0, 99, 399))
     (1e-05, 0.001, 0.0005)

@@ -371,6 +371,7 @@ class TransformerTranslator(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.transformer import TransformerTranslator
     >>> model = TransformerTranslator(30, 20, max_target_length=12)
     >>> model.output.shape
     (None, None, 20)

@@ -198,6 +198,7 @@ class Translator(ConfiguredModel):
 
     Example:
 
+    >>> from keras_attn.models.translator import Translator
     >>> model = Translator(source_vocab_size=30, target_vocab_size=20)
     >>> model.output.shape
     (None, None, 20)

@@ -1,4 +1,4 @@
-"""Every `>>>` example in a `keras_attn` docstring, and the Python of the README and of
+"""Every `>>>` example in a docstring of `keras_attn` and its models, and the Python of the README and of
 the documentation site, runs as shown.
 
 A user copies these first, on whichever backend they have, so they are run here
@@ -18,12 +18,18 @@ import numpy as np
 import pytest
 
 import keras_attn
+import keras_attn.models as keras_attn_models
 
 
 def _docstring_tests():
     finder = doctest.DocTestFinder(exclude_empty=True)
     found = {}
-    for info in pkgutil.walk_packages(keras_attn.__path__, "keras_attn."):
+    # `keras_attn.models` is `models/` installed under the package's name: an editable
+    # install does not place it under `keras_attn.__path__`, so it is walked by name.
+    packages = [(keras_attn.__path__, "keras_attn."),
+                (keras_attn_models.__path__, "keras_attn.models.")]
+    modules = [info for path, prefix in packages for info in pkgutil.walk_packages(path, prefix)]
+    for info in modules:
         module = importlib.import_module(info.name)
         for test in finder.find(module):
             # A class re-exported elsewhere is found once, under its own module.
