@@ -189,14 +189,14 @@ class Questions:
         return len(self.names) > 1
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class MemN2NQuestions(Questions):
     """`Questions` with what sizes a `MemN2NQA`: the longest training sentence and
     question, and the ids an answer may be (`--answer-space`)."""
 
-    sentence_length: int = 0
-    question_length: int = 0
-    answer_ids: tuple = ()
+    sentence_length: int
+    question_length: int
+    answer_ids: tuple
 
 
 def prepared(splits, names, source, args):
