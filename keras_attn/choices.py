@@ -18,3 +18,12 @@ RNN_CELLS = ("gru", "lstm")
 NTM_CONTROLLERS = ("lstm", "feedforward")
 #: `NTMCell(memory_init=…)`: Collier & Beel's constant, a learned or a random start.
 NTM_MEMORY_INITS = ("constant", "learned", "random")
+#: `MemN2N(weight_tying=…)`: Sukhbaatar et al.'s adjacent or layer-wise (RNN-like) tying.
+MEMN2N_WEIGHT_TYINGS = ("adjacent", "layerwise")
+#: `MemN2N(empty_slots=…)`: free memory slots kept in the softmax with score 0, or masked.
+MEMN2N_EMPTY_SLOTS = ("zero", "masked")
+#: `MemN2NQA(position_encoding_form=…)`: the authors' code's fixed width, or the paper's
+#: per-sentence length.
+MEMN2N_POSITION_ENCODING_FORMS = ("code", "paper")
+#: `PointerNet(encoder=…)`: self-attention without positions, or an LSTM over the points.
+POINTER_ENCODERS = ("set", "lstm")

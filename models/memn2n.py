@@ -14,6 +14,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_attn.choices import MEMN2N_POSITION_ENCODING_FORMS
 from keras_attn.memory import MemN2N
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
@@ -21,7 +22,6 @@ from keras_attn.models.configured import ConfiguredModel
 _PACKAGE = "keras_attn_models"
 
 
-POSITION_ENCODING_FORMS = ("code", "paper")
 
 
 def _check_ids(name, ids, vocab_size):
@@ -102,9 +102,9 @@ class MemN2NQA(ConfiguredModel):
                  position_encoding=True, position_encoding_form="code",
                  temporal_encoding=True, empty_slots="zero", random_noise=0.1,
                  linear_start=True, seed: int = 0, **kwargs):
-        if position_encoding_form not in POSITION_ENCODING_FORMS:
+        if position_encoding_form not in MEMN2N_POSITION_ENCODING_FORMS:
             raise ValueError(
-                f"`position_encoding_form` must be one of {POSITION_ENCODING_FORMS}; "
+                f"`position_encoding_form` must be one of {MEMN2N_POSITION_ENCODING_FORMS}; "
                 f"received {position_encoding_form!r}."
             )
         _check_ids("answer_ids", list(answer_ids), vocab_size)

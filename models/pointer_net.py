@@ -31,11 +31,11 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation, decoding
+from keras_attn.choices import POINTER_ENCODERS
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
 
 END, START = 0, 0
-ENCODERS = ("set", "lstm")
 _PACKAGE = "keras_attn_models"
 
 
@@ -76,8 +76,8 @@ class PointerEncoder(keras.layers.Layer):
 
     def __init__(self, kind="set", units=128, layers=3, heads=8, **kwargs):
         super().__init__(**kwargs)
-        if kind not in ENCODERS:
-            raise ValueError(f"`kind` must be one of {ENCODERS}; received {kind!r}.")
+        if kind not in POINTER_ENCODERS:
+            raise ValueError(f"`kind` must be one of {POINTER_ENCODERS}; received {kind!r}.")
         self.kind, self.units, self.layers, self.heads = kind, units, layers, heads
         self.embedding = keras.layers.Dense(units, name="embedding")
         self.blocks, self.lstm, self.bridges = [], None, []
@@ -256,8 +256,8 @@ class PointerNet(ConfiguredModel):
     def __init__(self, point_dim: int = 2, encoder="set", units: int = 128,
                  encoder_layers: int = 3, heads: int = 8, glimpses: int = 1, logit_clip=10.0,
                  min_outputs: int | None = None, start_index: int | None = None, **kwargs):
-        if encoder not in ENCODERS:
-            raise ValueError(f"`encoder` must be one of {ENCODERS}; received {encoder!r}.")
+        if encoder not in POINTER_ENCODERS:
+            raise ValueError(f"`encoder` must be one of {POINTER_ENCODERS}; received {encoder!r}.")
         if units % heads:
             raise ValueError(f"`units` ({units}) must be a multiple of `heads` ({heads}).")
         points = keras.Input((None, point_dim), name="points")

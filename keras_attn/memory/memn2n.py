@@ -22,11 +22,10 @@ import keras
 from keras import ops
 
 from keras_attn import _initializers, _validation
+from keras_attn.choices import MEMN2N_EMPTY_SLOTS, MEMN2N_WEIGHT_TYINGS
 from keras_attn.ops import masked_softmax
 
 _PACKAGE = "keras_attn"
-WEIGHT_TYING = ("adjacent", "layerwise")
-EMPTY_SLOTS = ("masked", "zero")
 
 
 def position_encoding_weights(token_ids, embedding_dim, dtype="float32", length=None):
@@ -189,18 +188,18 @@ class MemN2N(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if empty_slots not in EMPTY_SLOTS:
+        if empty_slots not in MEMN2N_EMPTY_SLOTS:
             raise ValueError(
-                f"`empty_slots` must be one of {EMPTY_SLOTS}; received {empty_slots!r}."
+                f"`empty_slots` must be one of {MEMN2N_EMPTY_SLOTS}; received {empty_slots!r}."
             )
         self.empty_slots = empty_slots
         vocab_size = _validation.check_integer("vocab_size", vocab_size)
         embedding_dim = _validation.check_integer("embedding_dim", embedding_dim)
         hops = _validation.check_integer("hops", hops)
         memory_size = _validation.check_integer("memory_size", memory_size)
-        if weight_tying not in WEIGHT_TYING:
+        if weight_tying not in MEMN2N_WEIGHT_TYINGS:
             raise ValueError(
-                f"`weight_tying` must be one of {WEIGHT_TYING}; received {weight_tying!r}."
+                f"`weight_tying` must be one of {MEMN2N_WEIGHT_TYINGS}; received {weight_tying!r}."
             )
         random_noise = _validation.check_number(
             "random_noise", random_noise, low_inclusive=True, high=1.0

@@ -8,7 +8,7 @@ import pytest
 
 import keras_attn
 from keras_attn import choices
-from keras_attn.models import translator
+from keras_attn.models import memn2n, pointer_net, translator
 
 
 def test_the_module_imports_nothing():
@@ -28,6 +28,14 @@ def test_the_module_imports_nothing():
                                         decoder_units=128),
      choices.TRANSLATOR_ATTENTIONS, "luong-cosine"),
     (lambda name: translator.Translator(9, 9, rnn=name), choices.RNN_CELLS, "rnn"),
+    (lambda name: keras_attn.MemN2N(9, weight_tying=name), choices.MEMN2N_WEIGHT_TYINGS,
+     "global"),
+    (lambda name: keras_attn.MemN2N(9, empty_slots=name), choices.MEMN2N_EMPTY_SLOTS, "drop"),
+    (lambda name: memn2n.MemN2NQA(9, [1], memory_size=3, sentence_length=2, question_length=2,
+                                  position_encoding_form=name),
+     choices.MEMN2N_POSITION_ENCODING_FORMS, "matlab"),
+    (lambda name: pointer_net.PointerNet(encoder=name, units=8, encoder_layers=1, heads=2),
+     choices.POINTER_ENCODERS, "gru"),
 ])
 def test_each_name_is_accepted_and_another_is_refused_with_the_list(make, names, bad):
     for name in names:

@@ -15,6 +15,11 @@ import weakref
 import keras
 import numpy as np
 
+from keras_attn.choices import (
+    MEMN2N_EMPTY_SLOTS,
+    MEMN2N_POSITION_ENCODING_FORMS,
+    MEMN2N_WEIGHT_TYINGS,
+)
 from keras_attn.models.memn2n import MemN2NQA, MemN2NSchedule, compile_memn2n, with_attention
 from keras_attn.training import distribution
 from keras_attn.training.arguments import (
@@ -40,10 +45,10 @@ def add_arguments(parser):
         help="default 20 for one task, 50 for several (the paper)",
     )
     model.add_argument("--hops", type=positive_int, default=3)
-    model.add_argument("--weight-tying", choices=("adjacent", "layerwise"), default="adjacent")
+    model.add_argument("--weight-tying", choices=MEMN2N_WEIGHT_TYINGS, default="adjacent")
     model.add_argument("--position-encoding", action=argparse.BooleanOptionalAction, default=True)
     model.add_argument(
-        "--position-encoding-form", choices=("code", "paper"), default="code",
+        "--position-encoding-form", choices=MEMN2N_POSITION_ENCODING_FORMS, default="code",
         help="code: the authors' code's form over one fixed width (it solves tasks 4 and 15); "
         "paper: the paper's formula with each sentence's own length",
     )
@@ -55,7 +60,7 @@ def add_arguments(parser):
         "then learns from the answer), or over the answers seen in training",
     )
     model.add_argument(
-        "--empty-slots", choices=("zero", "masked"), default="zero",
+        "--empty-slots", choices=MEMN2N_EMPTY_SLOTS, default="zero",
         help="memory slots a short story leaves free: kept in the softmax with score 0 and "
         "read 0 (the authors' code), or masked out of it",
     )

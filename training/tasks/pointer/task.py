@@ -13,6 +13,7 @@ from typing import Callable
 import keras
 import numpy as np
 
+from keras_attn.choices import POINTER_ENCODERS
 from keras_attn.models.pointer_net import (
     PointerNet,
     compile_pointer_net,
@@ -155,7 +156,7 @@ def add_arguments(parser, task):
     data.add_argument("--test-sizes", default=",".join(map(str, task.test_sizes)),
                       help="the N of each test figure, comma-separated")
     model = parser.add_argument_group("model")
-    model.add_argument("--encoder", choices=("set", "lstm"), default="set",
+    model.add_argument("--encoder", choices=POINTER_ENCODERS, default="set",
                        help="set: self-attention, order-invariant; lstm: Vinyals et al. 2015")
     model.add_argument("--units", type=positive_int, default=128)
     model.add_argument("--encoder-layers", type=positive_int, default=3)
