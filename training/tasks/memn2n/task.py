@@ -343,19 +343,25 @@ def new_model(args, data):
     )
 
 
-def schedule_of(args, data, quiet=False):
-    """The authors' schedule: linear start for a fixed number of epochs at 0.005,
-    then the same rate, halved every `--halve-every` epochs."""
-    several = data.several
+def learning_rate_of(args):
+    """`--learning-rate`, else the authors': 0.005 with linear start, 0.01 without (SGD);
+    0.001 for Adam."""
     if args.optimizer == "adam":
         default_rate = 0.001
     else:
         default_rate = 0.005 if args.linear_start else 0.01
-    learning_rate = args.learning_rate or default_rate
+    return args.learning_rate or default_rate
+
+
+def schedule_of(args, data, quiet=False):
+    """The authors' schedule: linear start for a fixed number of epochs at 0.005,
+    then the same rate, halved every `--halve-every` epochs."""
+    several = data.several
+    learning_rate = learning_rate_of(args)
     linear_epochs = args.linear_start_epochs
     if linear_epochs is None:
         linear_epochs = 30 if several else 20
-    return learning_rate, MemN2NSchedule(
+    return MemN2NSchedule(
         learning_rate=learning_rate,
         halve_every=args.halve_every or (15 if several else 25),
         linear_start_rate=learning_rate,
@@ -410,13 +416,12 @@ class MemN2NTask(Task):
         return data
 
     def build_model(self, args, data, jit_compile):
-        learning_rate, _ = schedule_of(args, data)
         return compile_memn2n(new_model(args, data), optimizer=args.optimizer,
-                              learning_rate=learning_rate, clipnorm=args.clipnorm,
+                              learning_rate=learning_rate_of(args), clipnorm=args.clipnorm,
                               clip=args.clip, jit_compile=jit_compile)
 
     def callbacks(self, model, data, args):
-        return [schedule_of(args, data, args.quiet)[1]]
+        return [schedule_of(args, data, args.quiet)]
 
     def settings(self, args, data, model):
         return {"source": data.source,
@@ -426,9 +431,7 @@ class MemN2NTask(Task):
                 "question_length": model.question_length}
 
     def fit(self, model, data, args, callbacks, verbose):
-        settings = {"memory_size": args.memory_size,
-                    "sentence_length": data.sentence_length,
-                    "question_length": data.question_length}
+        settings = self.settings(args, data, model)
         x, y, _ = arrays(data.vocab, settings, data.splits["train"])
         vx, vy, _ = arrays(data.vocab, settings, data.splits["validation"])
         epochs = args.epochs or (90 if data.several else 120)

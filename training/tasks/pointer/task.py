@@ -232,10 +232,14 @@ def new_model(task, args):
     )
 
 
+def training_steps(args):
+    """The run's optimizer steps: `--epochs` of `⌈--train-instances / --batch-size⌉`."""
+    return args.epochs * -(-args.train_instances // args.batch_size)
+
+
 def warmup_steps(args):
     """`--warmup-steps`, at most half of the run's steps."""
-    steps = args.epochs * -(-args.train_instances // args.batch_size)
-    return min(args.warmup_steps, steps // 2)
+    return min(args.warmup_steps, training_steps(args) // 2)
 
 
 def predict_indices(model, points, lengths=None, beam_width=1, select="log_prob", chunk=None):
@@ -333,8 +337,7 @@ class PointerTask(Task):
                          validation=model_inputs(task, *validation), seconds=seconds)
 
     def build_model(self, args, data, jit_compile):
-        steps = args.epochs * -(-args.train_instances // args.batch_size)
-        warmup = warmup_steps(args)
+        steps, warmup = training_steps(args), warmup_steps(args)
         # Without the warm-up, the hull run of seed 0 sat on a plateau (loss 0.71, step
         # accuracy 0.26) for its whole first epoch; with it, it learns from the start.
         schedule = keras.optimizers.schedules.CosineDecay(
