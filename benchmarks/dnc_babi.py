@@ -47,9 +47,9 @@ def main():
     from memn2n import task_splits
     from results_io import default_path, header, write_results
 
+    from keras_attn.models.batching import EndlessBatches
     from keras_attn.training import cli, runner
     from keras_attn.training.callbacks import TimeBudget
-    from keras_attn.training.data.batching import EndlessBatches
     from keras_attn.training.tasks.memn2n import babi, dnc_task, words
     from keras_attn.training.tasks.memn2n.task import print_figures
 

@@ -35,8 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from results_io import default_path, write_results  # noqa: E402
 
 from keras_attn.models import translator as T  # noqa: E402
+from keras_attn.models.text import Vocabulary, encode_batch  # noqa: E402
 from keras_attn.training.tasks.translator.dates import date_splits  # noqa: E402
-from keras_attn.training.text import Vocabulary, encode_batch  # noqa: E402
 
 
 class TutorialAttentionCell(keras.layers.Layer):

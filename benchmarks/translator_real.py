@@ -58,8 +58,8 @@ import nmt_tutorial  # noqa: E402
 from results_io import default_path, write_results  # noqa: E402
 
 from keras_attn import decoding  # noqa: E402
-from keras_attn.models.transformer import TransformerTranslator  # noqa: E402
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
+from keras_attn.models.translator.transformer import TransformerTranslator  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
 from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
 from keras_attn.training.tasks.translator import modeling  # noqa: E402

@@ -197,3 +197,17 @@ def keras_mask_of(x):
 def query_output_mask(query):
     """Output mask of an attention layer: the query's padding, if it has time steps."""
     return keras_mask_of(query) if len(query.shape) == 3 else None
+
+
+def refuse_memory_arguments(layer_name, kwargs):
+    """`ValueError` for TF-Addons' constructor arguments `memory` and
+    `memory_sequence_length`, named with the value's shape (never the whole array,
+    which Keras's own "unrecognized keyword arguments" error would print)."""
+    given = [name for name in ("memory", "memory_sequence_length") if name in kwargs]
+    if given:
+        shapes = ", ".join(f"{name} of shape {tuple(getattr(kwargs[name], 'shape', ()))}"
+                           for name in given)
+        raise ValueError(
+            f"{layer_name} takes the memory when called, not in its constructor (TF-Addons' "
+            f"habit): call it as `layer(query, values, mask=...)`, the mask for "
+            f"`memory_sequence_length`; received {shapes}.")

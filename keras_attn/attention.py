@@ -66,6 +66,7 @@ class Attention(keras.layers.Layer):
     """
 
     def __init__(self, score="dot", use_scale=False, dropout=0.0, seed=None, **kwargs):
+        _validation.refuse_memory_arguments(type(self).__name__, kwargs)
         super().__init__(**kwargs)
         self.score_layer = scores_lib.get(score, dtype=self.dtype_policy)
         self.use_scale = bool(use_scale)

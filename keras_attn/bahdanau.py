@@ -1,7 +1,6 @@
 """Bahdanau (additive) attention, as in the source text, fixed and extended."""
 
 import keras
-from keras import ops
 
 from keras_attn.attention import Attention
 from keras_attn.scores import AdditiveScore
@@ -16,9 +15,9 @@ class BahdanauAttention(Attention):
     both keys and values ("Neural Machine Translation by Jointly Learning to
     Align and Translate", appendix A.1.2).
 
-    The source text's layer (`units`; `call(query, values) → (context, weights)`)
-    with its bug fixed (it called `super(BahdanauAttention, self)` from a class
-    named `Attention`) and three additions:
+    The source text's layer (`units`) with its bug fixed (it called
+    `super(BahdanauAttention, self)` from a class named `Attention`) and three
+    additions:
 
     * a padding `mask` over the encoder positions (also taken from the Keras
       mask of `values`);
@@ -27,6 +26,12 @@ class BahdanauAttention(Attention):
     * the key term `W₂ h + b` is computed once per sequence with
       `precompute_keys(values)` and passed back as `precomputed_keys=`, so each
       decoder step costs `O(T · units)` instead of `O(T · units · d)`.
+
+    It returns what `keras_attn.Attention` and Keras's attention layers return:
+    the context, and `(context, weights)` with `return_attention_scores=True`
+    (the source returned both always, its weights shaped `(B, T, 1)`). Its score
+    is additive: `score=` and `use_scale=` are refused (`LuongAttention` and
+    `Attention(score=...)` take other scores).
 
     Args:
         units: hidden size of the additive score.
@@ -41,13 +46,13 @@ class BahdanauAttention(Attention):
         values: encoder outputs `(B, T, H)`.
         mask: optional `(B, T)` boolean padding mask of `values`.
         precomputed_keys: optional `precompute_keys(values)`.
-        return_attention_scores: `True` (the source's behaviour) returns the
-            weights too; `False` returns the context alone.
+        return_attention_scores: also return the weights.
         training: whether dropout is active.
 
     Returns:
-        `(context, weights)`: context `(B, H)` and weights `(B, T, 1)` as in the
-        source (`(B, Tq, H)` and `(B, Tq, T, 1)` for a rank-3 query).
+        The context `(B, H)` (`(B, Tq, H)` for a rank-3 query); with
+        `return_attention_scores=True`, `(context, weights)` with weights `(B, T)`
+        (`(B, Tq, T)`).
 
     Example:
 
@@ -55,9 +60,10 @@ class BahdanauAttention(Attention):
     >>> state = np.random.rand(4, 16).astype("float32")
     >>> encoder_outputs = np.random.rand(4, 7, 16).astype("float32")
     >>> keys = attention.precompute_keys(encoder_outputs)  # once per sequence
-    >>> context, weights = attention(state, encoder_outputs, precomputed_keys=keys)
+    >>> context, weights = attention(state, encoder_outputs, precomputed_keys=keys,
+    ...                              return_attention_scores=True)
     >>> tuple(context.shape), tuple(weights.shape)
-    ((4, 16), (4, 7, 1))
+    ((4, 16), (4, 7))
     """
 
     def __init__(
@@ -69,8 +75,12 @@ class BahdanauAttention(Attention):
         kernel_initializer="glorot_uniform",
         **kwargs,
     ):
-        kwargs.pop("score", None)
-        kwargs.pop("use_scale", None)
+        for name in ("score", "use_scale"):
+            if name in kwargs:
+                raise ValueError(
+                    f"BahdanauAttention's score is additive, so `{name}` is not one of its "
+                    f"arguments; received {name}={kwargs[name]!r}. LuongAttention and "
+                    "Attention(score=...) take other scores.")
         super().__init__(
             score=AdditiveScore(
                 units,
@@ -90,30 +100,13 @@ class BahdanauAttention(Attention):
     def build(self, query_shape, values_shape):
         super().build(query_shape, values_shape)
 
-    def call(
-        self,
-        query,
-        values,
-        mask=None,
-        query_mask=None,
-        values_mask=None,
-        precomputed_keys=None,
-        return_attention_scores=True,
-        training=None,
-    ):
-        context, weights = super().call(
-            query,
-            values,
-            mask=mask,
-            query_mask=query_mask,
-            value_mask=values_mask,
-            precomputed_keys=precomputed_keys,
-            return_attention_scores=True,
-            training=training,
-        )
-        if not return_attention_scores:
-            return context
-        return context, ops.expand_dims(weights, -1)
+    def call(self, query, values, mask=None, query_mask=None, values_mask=None,
+             precomputed_keys=None, return_attention_scores=False, training=None):
+        # The source text's argument names (`values`), Attention's behaviour.
+        return super().call(query, values, mask=mask, query_mask=query_mask,
+                            value_mask=values_mask, precomputed_keys=precomputed_keys,
+                            return_attention_scores=return_attention_scores,
+                            training=training)
 
     def get_config(self):
         config = super().get_config()

@@ -48,6 +48,19 @@ def coverage_penalty(coverage, beta, source_mask=None, zero_counts=True):
     return beta * ops.sum(terms, axis=-1)
 
 
+def _stepped(step_fn, tokens, states):
+    """`step_fn(tokens, states)`, checked to return `(logits, states, alignment)`."""
+    out = step_fn(tokens, states)
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        got = (f"{len(out)} values" if isinstance(out, (tuple, list))
+               else f"a {type(out).__name__}")
+        raise ValueError(
+            "`step_fn(tokens, states)` must return three values, `(logits (N, V), states, "
+            f"alignment (N, T_in))`; received {got}. A decoder without attention can "
+            "return zeros of shape (N, alignment_length) as its alignment.")
+    return out
+
+
 def _static(value):
     """`value` as an `int` if it is a Python or NumPy integer, else `None` (a tensor)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -120,7 +133,7 @@ def greedy_decode(
         return ops.logical_and(ops.less(t, max_length), ops.logical_not(ops.all(finished)))
 
     def body(t, tokens, finished, scores, lengths, out, alignments, states):
-        logits, states, alignment = step_fn(tokens, states)
+        logits, states, alignment = _stepped(step_fn, tokens, states)
         log_probs = attn_ops.masked_log_softmax(ops.cast(logits, "float32"))
         best = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
         best = ops.where(finished, pad_token, best)
@@ -186,7 +199,8 @@ def beam_search(
 
     Args:
         step_fn: the decoder step (see the module docstring).
-        initial_states: `(B, ...)` states; they are tiled to `B · beam_width`.
+        initial_states: `(B, ...)` states, one row per sentence; they are tiled
+            to `B · beam_width` here (do not tile them first).
         batch_size, max_length: `B` and the number of steps.
         beam_width: `K`.
         start_token, end_token, pad_token: token ids.
@@ -212,6 +226,13 @@ def beam_search(
         penalties={"length_penalty_alpha": length_penalty_alpha,
                    "coverage_penalty_beta": coverage_penalty_beta},
     )
+    rows = {tuple(s.shape)[0] for s in initial_states} - {None}
+    if _static(batch_size) is not None and rows - {_static(batch_size)}:
+        raise ValueError(
+            f"`initial_states` must have `batch_size` ({batch_size}) rows, one per "
+            f"sentence: beam_search tiles them to batch_size × beam_width itself; received "
+            f"states with {sorted(rows)} rows (tiled already, as TF-Addons' `tile_batch` "
+            "asked?).")
     positions = ops.arange(max_length, dtype="int32")
     states = [tile_beams(s, k) for s in initial_states]
     if source_mask is not None:
@@ -243,7 +264,7 @@ def beam_search(
         return ops.logical_and(ops.less(t, max_length), ops.logical_not(ops.all(finished)))
 
     def body(t, tokens, finished, log_prob_sum, ranks, lengths, out, alignments, coverage, states):
-        logits, states, alignment = step_fn(tokens, states)
+        logits, states, alignment = _stepped(step_fn, tokens, states)
         # Dynamic when the vocabulary is the input's positions (a pointer network).
         vocab = logits.shape[-1] or ops.shape(logits)[-1]
         log_probs = attn_ops.masked_log_softmax(ops.cast(logits, "float32"))

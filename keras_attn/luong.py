@@ -27,7 +27,8 @@ class LuongAttention(Attention):
     Args:
         score: `"dot"`, `"general"` or `"concat"`.
         scale: learn a scalar multiplying the scores.
-        units: hidden size of the `concat` score (default: the key size).
+        units: hidden size of the `concat` score (default: the key size); refused
+            for the others, which have no hidden layer.
         dropout: dropout rate on the attention weights during training.
         **kwargs: standard `keras.layers.Layer` arguments.
 
@@ -42,12 +43,19 @@ class LuongAttention(Attention):
     """
 
     def __init__(self, score="dot", scale=False, units=None, dropout=0.0, **kwargs):
-        kwargs.pop("use_scale", None)
+        if "use_scale" in kwargs:
+            raise ValueError("LuongAttention's learned scale is `scale=` (TF-Addons' name); "
+                             f"received use_scale={kwargs['use_scale']!r}.")
         if score not in LUONG_SCORES:
             raise ValueError(
                 f"`score` must be one of {LUONG_SCORES}; received {score!r}."
             )
         units = _validation.check_integer("units", units, allow_none=True)
+        if units is not None and score != "concat":
+            raise ValueError(
+                f"`units` is the hidden size of the `concat` score; the {score!r} score has "
+                f"none (received units={units}). TF-Addons' `LuongAttention(units)` is "
+                "`score=\"general\"` here, its `W_a` sized by the keys and the query.")
         dtype = kwargs.get("dtype")
         score_layer = {
             "dot": lambda: DotScore(dtype=dtype, name="dot_score"),
@@ -66,4 +74,8 @@ class LuongAttention(Attention):
 
     @classmethod
     def from_config(cls, config):
+        config = dict(config)
+        if config.get("score", "dot") != "concat":
+            # Files saved before `units` was refused for these scores, where it was unused.
+            config["units"] = None
         return cls(**config)

@@ -101,8 +101,12 @@ class AttentionWrapperCell(keras.layers.Layer):
                 "`attention` must be a keras_attn.Attention layer; received "
                 f"{type(attention).__name__}."
             )
-        if not hasattr(cell, "state_size"):
-            raise TypeError(f"`cell` must be an RNN cell with `state_size`; received {cell}.")
+        if isinstance(cell, keras.layers.RNN) or not hasattr(cell, "state_size"):
+            raise TypeError(
+                "`cell` must be an RNN cell with `state_size` (such as keras.layers.GRUCell); "
+                f"received {type(cell).__name__}"
+                + (", a layer that runs a cell over a sequence: pass its cell"
+                   if isinstance(cell, keras.layers.RNN) else "") + ".")
         self.cell = cell
         self.attention = attention
         self.attention_layer_size = _validation.check_integer(
@@ -196,6 +200,12 @@ class AttentionWrapperCell(keras.layers.Layer):
                 f"{self.name}: the cell has {self.num_cell_states} states; received "
                 f"{len(cell_state)} in `cell_state`."
             )
+        for index, (state, size) in enumerate(zip(cell_state, self._cell_state_size,
+                                                  strict=True)):
+            if tuple(state.shape)[-1:] not in ((size,), (None,)):
+                raise ValueError(
+                    f"{self.name}: `cell_state[{index}]` must have {size} features, the "
+                    f"cell's state size; received shape {tuple(state.shape)}.")
         keys = self.attention.precompute_keys(memory)
         mask = per_step + 1.0 if mask is None else ops.cast(mask, dtype)
         # A monotonic attention scans on from the last alignment: it starts at
@@ -239,8 +249,6 @@ class AttentionWrapperCell(keras.layers.Layer):
             training=training,
             **attention_kwargs,
         )
-        if alignment.shape[-1] == 1 and len(alignment.shape) == 3:
-            alignment = ops.squeeze(alignment, -1)  # BahdanauAttention's (B, T, 1)
         if self.attention_layer is not None:
             attention_vector = self.attention_layer(ops.concatenate([context, cell_output], -1))
         else:

@@ -16,6 +16,10 @@ import numpy as np
 
 from keras_attn import _validation
 
+# The layout of a run's and an export's `meta.json` (`keras_attn.training.task.RunMeta`),
+# which `model.export` writes too; bumped when a field's meaning changes.
+META_FORMAT = 2
+
 
 class ConfiguredModel(keras.Model):
     """Base of the zoo's models: the constructor's arguments are the config.
@@ -49,6 +53,16 @@ class ConfiguredModel(keras.Model):
                             "`keras.Model`; name them otherwise.")
         cls.__init__ = _recording_arguments(cls.__init__, cls.INTEGER_FLOORS)
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        _refuse_float_ids(self.inputs, inputs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    @classmethod
+    def resolve_arguments(cls, arguments):
+        """The constructor's arguments with the ones it derives filled in (a size read
+        from a preprocessor); what `get_config()` records. As given by default."""
+        return arguments
+
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
                 "dtype": keras.dtype_policies.serialize(self.dtype_policy),
@@ -59,6 +73,7 @@ class ConfiguredModel(keras.Model):
         config = dict(config)
         trainable = config.pop("trainable", True)
         policy = config.pop("dtype", None)
+        config = {key: _from_json(value) for key, value in config.items()}
         # The layers take the global policy as they are built: the saved model's, for
         # as long as it is rebuilt (a `mixed_float16` run reloads in mixed precision).
         previous = keras.config.dtype_policy()
@@ -91,6 +106,7 @@ def _recording_arguments(init, floors):
         bound.apply_defaults()
         keras_kwargs = bound.arguments.pop(keras_keywords, {}) if keras_keywords else {}
         arguments = {key: value for key, value in bound.arguments.items() if key != "self"}
+        arguments = type(self).resolve_arguments(arguments)
         for key, allow_none in checked.items():
             arguments[key] = _validation.check_integer(
                 key, arguments[key], floors.get(key, 1), allow_none=allow_none)
@@ -100,7 +116,12 @@ def _recording_arguments(init, floors):
         # of a subclass records its own, after its parent's).
         self.arguments = types.MappingProxyType(arguments)
         for key, value in arguments.items():
-            setattr(self, key, value)
+            # A layer argument (a preprocessor) is saved in the config, not tracked
+            # as a sublayer: the functional graph's layers are set once built.
+            if isinstance(value, keras.layers.Layer):
+                object.__setattr__(self, key, value)
+            else:
+                setattr(self, key, value)
 
     # Keras reads the constructor's signature (`inspect.getfullargspec`, which
     # does not follow `__wrapped__`): it must see the model's own.
@@ -120,4 +141,33 @@ def _plain(value):
 
 
 def _as_json(value):
+    if isinstance(value, keras.layers.Layer):
+        return keras.saving.serialize_keras_object(value)
     return [_as_json(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _from_json(value):
+    """A serialised layer argument (`_as_json`'s) as the layer again."""
+    if isinstance(value, dict) and "class_name" in value and "config" in value:
+        return keras.saving.deserialize_keras_object(value)
+    return value
+
+
+def _refuse_float_ids(declared, given):
+    """`ValueError` where an integer input (token ids) is given as floats: Keras would
+    cast `1.7` to `1` without a word."""
+    if isinstance(given, dict):
+        pairs = [(spec, given.get(spec.name)) for spec in declared]
+    else:
+        flat = keras.tree.flatten(given)
+        pairs = zip(declared, flat, strict=True) if len(flat) == len(declared) else []
+    for spec, value in pairs:
+        dtype = getattr(value, "dtype", None)
+        if dtype is None or "int" not in str(spec.dtype):
+            continue
+        dtype = keras.backend.standardize_dtype(dtype)
+        if "float" in dtype:
+            raise ValueError(
+                f"`{spec.name}` holds integer ids, so it must be an integer array; received "
+                f"{dtype}. Cast it (`.astype('int32')`): a float id such as 1.7 would be "
+                "truncated to 1.")

@@ -61,10 +61,21 @@ def test_every_api_module_has_a_page():
               for entry in entries for name in entry]
     pages = [page for section in nav for entries in section.values()
              for entry in entries for page in entry.values()]
-    modules = {m.name for m in pkgutil.walk_packages(keras_attn.__path__, "keras_attn.")
+    import keras_attn.models
+    import keras_attn.training
+
+    # An editable install (CI's) keeps `models/` and `training/` outside
+    # `keras_attn.__path__`: each package is walked by its own path.
+    packages = [(keras_attn.__path__, "keras_attn."),
+                (keras_attn.models.__path__, "keras_attn.models."),
+                (keras_attn.training.__path__, "keras_attn.training.")]
+    modules = {m.name for path, prefix in packages for m in pkgutil.walk_packages(path, prefix)
                if not m.ispkg and not any(p.startswith("_") for p in m.name.split("."))}
     missing = sorted(modules - set(listed))
     assert not missing, f"modules the API pages' hook does not find: {missing}"
     assert len(pages) == len(set(pages)) == len(listed)
     assert {"keras_attn.training.tasks", "keras_attn.training.tasks.ntm.task",
-            "keras_attn.luong"} <= set(listed)
+            "keras_attn.luong", "keras_attn.training.errors",
+            "keras_attn.models.translator.preprocessor"} <= set(listed)
+    assert {"keras_attn.training.errors", "keras_attn.models.translator.preprocessor",
+            "keras_attn.training.tasks.translator.data"} <= modules

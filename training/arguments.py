@@ -38,3 +38,17 @@ non_negative_float = _checked(float, lambda x: x >= 0, "a number ≥ 0")
 fraction = _checked(float, lambda x: 0 < x < 1, "a number strictly between 0 and 1")
 probability = _checked(float, lambda x: 0 <= x < 1, "a number in [0, 1)")
 port = _checked(int, lambda x: 1 <= x <= 65535, "a port number, 1 … 65535")
+
+
+def positive_int_or_auto(text):
+    """`"auto"` (the value then depends on the data), or an integer ≥ 1."""
+    if text == "auto":
+        return "auto"
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer ≥ 1 or 'auto'; received {text!r}") from None
+
+
+positive_int_or_auto.__annotations__ = {"return": int | str}

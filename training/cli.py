@@ -36,6 +36,7 @@ import keras  # noqa: E402  (after TensorFlow's log level)
 import keras_attn  # noqa: E402
 from keras_attn.training import options, runner, tasks  # noqa: E402
 from keras_attn.training.arguments import port  # noqa: E402
+from keras_attn.training.errors import UsageError  # noqa: E402
 from keras_attn.training.plotting import require_matplotlib  # noqa: E402
 from keras_attn.training.task import RunMeta  # noqa: E402
 
@@ -60,7 +61,7 @@ def use_backend(argv, may_restart):
     if backend is None or backend == keras.backend.backend():
         return
     if not may_restart:
-        raise SystemExit(f"--backend {backend}: Keras already runs on "
+        raise UsageError(f"--backend {backend}: Keras already runs on "
                          f"{keras.backend.backend()} in this process; set KERAS_BACKEND="
                          f"{backend} before importing keras_attn")
     os.environ["KERAS_BACKEND"] = backend
@@ -246,7 +247,7 @@ def predict(args, parser, command):
         flags = [a for action in task_parser._actions for a in action.option_strings
                  if a.startswith("--") and a not in ("--help", "--backend", "--plot")]
         positional = [action.dest for action in task_parser._actions if not action.option_strings]
-        raise SystemExit(f"predict: a {meta.task} export takes {flags}"
+        raise UsageError(f"predict: a {meta.task} export takes {flags}"
                          + (f" and {positional[0]}" if positional else "")
                          + f"; received {unknown}")
     task_args = options.freeze(task_args)
@@ -309,11 +310,15 @@ def main(argv=None, may_restart=False):
 
 
 def run(may_restart=False):
-    """The process's command: `main`, with a task's refusal (a `SystemExit` carrying
-    its message) printed as one line, `keras-attn: error: …`, and exit status 2, as
-    the parser's own errors; Ctrl-C outside training stops with one line too."""
+    """The process's command: `main`, with a refusal (a `UsageError`, or a
+    `SystemExit` carrying its message) printed as one line, `keras-attn: error: …`,
+    and exit status 2, as the parser's own errors; Ctrl-C outside training stops
+    with one line too."""
     try:
         return main(may_restart=may_restart)
+    except UsageError as refusal:
+        print(f"keras-attn: error: {refusal}", file=sys.stderr)
+        return 2
     except SystemExit as stop:
         if isinstance(stop.code, str):
             print(f"keras-attn: error: {stop.code}", file=sys.stderr)

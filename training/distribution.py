@@ -25,6 +25,7 @@ import keras
 import numpy as np
 
 from keras_attn.training.data.even_batches import EvenBatches
+from keras_attn.training.errors import UsageError
 
 STRATEGIES = ("none", "data-parallel")
 MULTI_PROCESS_VARIABLES = (
@@ -120,19 +121,19 @@ def multi_process_requested(environ=None):
 
 
 def place(strategy, batch_size, task_name, uses_fit=True):
-    """Sets up `strategy` for this process; `SystemExit` with one line where it cannot be.
+    """Sets up `strategy` for this process; `UsageError` with one line where it cannot be.
 
     Must run before the model is built (and, for several processes, before any
     computation).
     """
     if strategy not in STRATEGIES:
-        raise SystemExit(f"`--distribute` must be one of {STRATEGIES}; received {strategy!r}")
+        raise UsageError(f"`--distribute` must be one of {STRATEGIES}; received {strategy!r}")
     global _current
     if strategy == "none":
         _current = Placement(global_batch=batch_size)
         return _current
     if not uses_fit:
-        raise SystemExit(
+        raise UsageError(
             f"--distribute {strategy}: the {task_name} task trains with its own loop of "
             "train_on_batch, which Keras's distribution does not split; train it on one device")
     backend = keras.backend.backend()
@@ -141,12 +142,12 @@ def place(strategy, batch_size, task_name, uses_fit=True):
     elif backend == "tensorflow":
         placement = _place_tensorflow()
     else:
-        raise SystemExit(
+        raise UsageError(
             f"--distribute {strategy} is not available on the {backend} backend with Keras "
             f"{keras.version()} (DataParallel with fit on PyTorch came after Keras 3.15, "
             "keras-team/keras#23316); use --backend jax or tensorflow")
     if batch_size % placement.devices:
-        raise SystemExit(
+        raise UsageError(
             f"`--batch-size` is the global batch and must split evenly between "
             f"{placement.devices} devices; received {batch_size}")
     placement.strategy, placement.global_batch = strategy, batch_size
@@ -170,7 +171,7 @@ def _place_jax():
 
 def _place_tensorflow():
     if os.environ.get("TF_CONFIG"):
-        raise SystemExit(
+        raise UsageError(
             "--distribute data-parallel: several TensorFlow workers (TF_CONFIG) are not "
             "supported, as MultiWorkerMirroredStrategy with Keras 3's fit is broken "
             "(keras-team/keras#20585); run several processes on the JAX backend "

@@ -15,14 +15,23 @@ inputs; `POST /api/models/NAME/run` the answer. A model is looked up by its name
 among the exports found under the folder: no path from a request reaches the file
 system. Bad input is answered with status 400 and the export's own message;
 anything else with status 500 and one line, never a stack trace.
+
+Only pages it serves itself may use it (as Jupyter's server guards itself): a
+request whose `Host` is not the address it serves (a DNS-rebinding page) or whose
+`Origin` is another site is refused with 403, a `POST` must say
+`Content-Type: application/json` (which a cross-site form or `fetch` without the
+server's consent cannot send), and a body is read up to `MAX_INPUT_CHARS` bytes and
+no further.
 """
 
+import json
 import logging
 import os
 import threading
 from importlib import resources
 
 from keras_attn.training import runner, tasks
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import RunMeta
 
 log = logging.getLogger("keras_attn.explore")
@@ -44,7 +53,7 @@ def find_exports(root):
         try:
             meta = RunMeta.load(meta_path)
             task = tasks.get(meta.task)
-        except (SystemExit, ValueError, OSError, TypeError) as error:
+        except (ValueError, OSError, TypeError) as error:
             log.warning("skipping %s: %s", version_dir, error)
             continue
         found[name] = (version_dir, meta, task)
@@ -57,10 +66,49 @@ def _message(error):
     return text.strip().splitlines()[0][:500]
 
 
-def make_app(root, found=None):
+def allowed_hosts(host, port):
+    """The `Host` headers the server answers: the address it serves, and the loopback
+    names of the same port."""
+    names = {host, "localhost", "127.0.0.1", "[::1]"}
+    if ":" in host and not host.startswith("["):
+        names.add(f"[{host}]")  # an IPv6 address, as a Host header writes it
+    return {f"{name}:{port}" for name in names} | ({*names} if port == 80 else set())
+
+
+class _LocalOnly:
+    """ASGI middleware: 403 for a foreign `Host` or `Origin`, 400 for a `POST` that is
+    not `application/json`."""
+
+    def __init__(self, app, hosts):
+        self.app, self.hosts = app, hosts
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            from starlette.datastructures import Headers
+            from starlette.responses import JSONResponse
+
+            headers = Headers(scope=scope)
+            host, origin = headers.get("host", ""), headers.get("origin")
+            refusal = None
+            if host not in self.hosts:
+                refusal = (403, f"the Host header {host!r} is not this server's address")
+            elif origin is not None and origin not in (f"http://{host}", "null"):
+                refusal = (403, f"requests from {origin!r} are refused: only the page this "
+                                "server serves may use it")
+            elif (scope["method"] == "POST" and headers.get("content-type", "").split(";")[0]
+                  .strip().lower() != "application/json"):
+                refusal = (400, "a request must be JSON, sent with Content-Type: "
+                                "application/json")
+            if refusal is not None:
+                await JSONResponse({"error": refusal[1]}, refusal[0])(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def make_app(root, found=None, host="127.0.0.1", port=8000):
     """The Starlette app over the exports under `root` (`found`: `find_exports(root)`
     if already known; found again on each listing, so a new export shows up without
-    a restart)."""
+    a restart), answering requests addressed to `host:port` only."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -117,23 +165,27 @@ def make_app(root, found=None):
                                                                           "assets.extra"))})
 
     async def inputs_of(request: Request):
-        body = await request.body()
-        if len(body) > MAX_INPUT_CHARS:
-            raise ValueError(f"the inputs hold {len(body)} characters; at most "
-                             f"{MAX_INPUT_CHARS} are taken")
+        body = b""
+        async for chunk in request.stream():  # read no further than the limit
+            body += chunk
+            if len(body) > MAX_INPUT_CHARS:
+                raise UsageError(f"the inputs hold more than {MAX_INPUT_CHARS} bytes; at most "
+                                 f"{MAX_INPUT_CHARS} are taken")
         try:
-            inputs = await request.json() if body else {}
+            inputs = json.loads(body) if body else {}
         except ValueError:
-            raise ValueError("the request must be a JSON object of inputs") from None
+            raise UsageError("the request must be a JSON object of inputs") from None
         if not isinstance(inputs, dict):
-            raise ValueError("the request must be a JSON object of inputs")
+            raise UsageError("the request must be a JSON object of inputs")
         return inputs
 
     @by_name
     async def example(request, name, version_dir, meta, task):
         try:
-            seed = int((await inputs_of(request)).get("seed", 0))
-        except (ValueError, TypeError) as error:
+            seed = (await inputs_of(request)).get("seed", 0)
+            if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+                raise UsageError(f"`seed` must be an integer ≥ 0; received {seed!r}")
+        except UsageError as error:
             return JSONResponse({"error": _message(error)}, 400)
         return JSONResponse(task.explore_example(meta, os.path.join(version_dir, "assets.extra"),
                                                  seed))
@@ -151,6 +203,8 @@ def make_app(root, found=None):
                                           f"{_message(error)}"}, 500)
         return JSONResponse(result)
 
+    from starlette.middleware import Middleware
+
     return Starlette(routes=[
         Route("/", index),
         Route("/plotly.min.js", plotly_js),
@@ -158,13 +212,14 @@ def make_app(root, found=None):
         Route("/api/models/{name}", form),
         Route("/api/models/{name}/example", example, methods=["POST"]),
         Route("/api/models/{name}/run", run, methods=["POST"]),
-    ])
+    ], middleware=[Middleware(_LocalOnly, hosts=allowed_hosts(host, port))])
 
 
 def _is_input_error(error):
-    """A `ValueError` of a task's input checks, or TensorFlow's refusal at the
-    signature (`InvalidArgumentError`, whose message the export wrote)."""
-    if isinstance(error, ValueError):
+    """A refusal of a task's input checks (`UsageError`), or TensorFlow's refusal at
+    the signature (`InvalidArgumentError`, whose message the export wrote); any
+    other error is the server's own (500)."""
+    if isinstance(error, UsageError):
         return True
     return type(error).__name__ == "InvalidArgumentError"
 
@@ -199,9 +254,9 @@ def serve(root, host="127.0.0.1", port=8000):
     try:
         import uvicorn
     except ImportError:
-        raise SystemExit("explore needs its extra: pip install 'keras-attn[explore]'") from None
+        raise UsageError("explore needs its extra: pip install 'keras-attn[explore]'") from None
     found = find_exports(root)
-    app = make_app(root, found)
+    app = make_app(root, found, host, port)
     print(f"keras-attn explore: {len(found)} export(s) under {os.path.abspath(root)}; "
           f"open http://{host}:{port}/", flush=True)
     warm_up(root, found)

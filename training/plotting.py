@@ -4,6 +4,8 @@ with fonts that have the labels' glyphs."""
 import functools
 import sys
 
+from keras_attn.training.errors import UsageError
+
 INSTALL_HINT = "--plot needs matplotlib: pip install 'keras-attn[plot]'"
 
 
@@ -13,7 +15,7 @@ def require_matplotlib():
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise SystemExit(INSTALL_HINT) from None
+        raise UsageError(INSTALL_HINT) from None
 
 
 @functools.lru_cache(maxsize=None)

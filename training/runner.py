@@ -31,7 +31,11 @@ from keras_attn.models.configured import ConfiguredModel
 from keras_attn.training import distribution, options, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.callbacks import CtrlC, ResumeReport
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import RunMeta
+
+#: `--seed` when none is given (the test suite moves it with `KERAS_ATTN_TEST_SEED`).
+DEFAULT_SEED = 0
 
 RUNS_ROOT = "runs"
 RESTART_SEED_STEP = 1000  # restart k trains from seed + 1000·k: runs of nearby seeds share none
@@ -51,7 +55,7 @@ def add_shared_arguments(parser, task):
         "OUTPUT_DIR/NAME (default: the task's name with its built-in data, "
         f"'{task.name}-<data file stem>' with your own)",
     )
-    run.add_argument("--seed", type=non_negative_int, default=0)
+    run.add_argument("--seed", type=non_negative_int, default=DEFAULT_SEED)
     if task.uses_fit:
         run.add_argument(
             "--restarts", type=positive_int, default=task.restarts,
@@ -181,12 +185,12 @@ def check_publishing(task, args, name, data):
     path = os.path.join(latest, "assets.extra", META_FILE)
     try:
         published = RunMeta.load(path).data
-    except (OSError, SystemExit, ValueError, TypeError):
+    except (OSError, ValueError, TypeError):
         published = None
     if published is not None and same_data(published, data):
         return
     shown = published.get("path") or published.get("source") if published else "unknown data"
-    raise SystemExit(
+    raise UsageError(
         f"{latest} was trained on {shown}, this run on "
         f"{data.get('path') or data.get('source')}; give the model its own --name, or "
         f"--name {name} to publish over it")
@@ -376,7 +380,9 @@ def model_config(model):
     if not isinstance(model, ConfiguredModel):
         return {}
     config = model.get_config()
-    return {key: config[key] for key in model.arguments}
+    # A preprocessor argument is saved with the model, its vocabularies in the run's assets.
+    return {key: config[key] for key, value in model.arguments.items()
+            if not isinstance(value, keras.layers.Layer)}
 
 
 def trained_line(training):
@@ -397,7 +403,7 @@ def evaluate(task, args):
     options.require(args, "evaluate")
     meta, model, assets, run_task = load_run(args.run_dir)
     if run_task.name != task.name:
-        raise SystemExit(f"evaluate {task.name}: {args.run_dir} holds a {run_task.name} run")
+        raise UsageError(f"evaluate {task.name}: {args.run_dir} holds a {run_task.name} run")
     return task.evaluate(model, meta, assets, args=args)
 
 

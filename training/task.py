@@ -14,10 +14,12 @@ import dataclasses
 import json
 from typing import Any
 
+from keras_attn.models.configured import META_FORMAT
 from keras_attn.training import distribution
+from keras_attn.training.errors import UsageError
 from keras_attn.training.options import Options
 
-FORMAT = 2  # RunMeta's layout; bumped when a field's meaning changes
+FORMAT = META_FORMAT  # RunMeta's layout
 
 
 @dataclasses.dataclass
@@ -54,7 +56,7 @@ class RunMeta:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         if data.get("format") != FORMAT:
-            raise SystemExit(
+            raise UsageError(
                 f"{path}: a run or export of an older keras-attn (meta.json format "
                 f"{data.get('format', 1)}, expected {FORMAT}); retrain it, or load its "
                 "model.keras with keras.saving.load_model"
@@ -188,7 +190,7 @@ class Task(abc.ABC):
 
     def plot(self, prediction, path: str) -> None:
         """Draws `predict`'s result (the attention) to `path`."""
-        raise SystemExit(f"predict: a {self.name} export has no figure")
+        raise UsageError(f"predict: a {self.name} export has no figure")
 
     def check_predict_arguments(self, meta: RunMeta, args: Options) -> None:
         """Refuses inputs the export cannot take, before TensorFlow loads it."""

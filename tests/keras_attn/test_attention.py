@@ -227,3 +227,16 @@ def test_no_nan_under_random_masks(data, batch, tq, tk, policy, score, magnitude
     sums = weights.sum(-1)
     assert np.all((np.abs(sums - 1) < 1e-2) | (sums == 0))
     assert np.all(context[~keep.any(-1)] == 0)
+
+
+@pytest.mark.parametrize("layer", ["BahdanauAttention", "LuongAttention", "Attention"])
+def test_memory_in_the_constructor_is_refused_without_printing_it(layer):
+    memory = np.random.rand(4, 50, 16).astype("float32")
+    arguments = {"units": 8} if layer == "BahdanauAttention" else {}
+    with pytest.raises(ValueError) as refused:
+        getattr(keras_attn, layer)(memory=memory, memory_sequence_length=np.full(4, 50),
+                                   **arguments)
+    message = str(refused.value)
+    assert message.startswith(f"{layer} takes the memory when called, not in its constructor")
+    assert "memory of shape (4, 50, 16), memory_sequence_length of shape (4,)" in message
+    assert len(message) < 400  # the shapes, not the arrays

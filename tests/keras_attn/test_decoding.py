@@ -181,3 +181,39 @@ def test_token_ids_known_in_python_are_checked(decode, argument, value, message)
 def test_penalty_weights_are_checked(argument, value, message):
     with pytest.raises(ValueError, match=message):
         decoding.beam_search(None, [], 2, 2, 3, START, END, 2, **{argument: value})
+
+
+def _toy_step(vocab=6, length=3):
+    def step_fn(tokens, states):
+        logits = ops.one_hot(ops.mod(tokens + 1, vocab), vocab) * 5.0
+        return logits, states, ops.zeros((ops.shape(tokens)[0], length))
+    return step_fn
+
+
+@pytest.mark.parametrize("decode", ["greedy_decode", "beam_search"])
+def test_a_step_fn_without_an_alignment_is_named(decode):
+    step_fn = _toy_step()
+
+    def two_values(tokens, states):
+        return step_fn(tokens, states)[:2]
+
+    sizes = (2, 2, 5, 0, 5, 3) if decode == "beam_search" else (2, 5, 0, 5, 3)
+    with pytest.raises(ValueError, match=r"`step_fn\(tokens, states\)` must return three values, "
+                                         r"`\(logits \(N, V\), states, alignment \(N, T_in\)\)`; "
+                                         r"received 2 values"):
+        getattr(decoding, decode)(two_values, [np.zeros((2, 4), "float32")], *sizes)
+
+
+def test_states_tiled_before_beam_search_are_refused():
+    """TF-Addons asked for `tile_batch` first; here beam_search tiles, so pre-tiled
+    states would give K² beams (or a raw concatenation error)."""
+    states = [np.zeros((2, 4), "float32")]
+    out = decoding.beam_search(_toy_step(), states, 2, 3, 5, 0, 5, 3)
+    assert tuple(out["tokens"].shape) == (2, 5)
+    tiled = [to_numpy(decoding.tile_beams(s, 3)) for s in states]
+    with pytest.raises(ValueError, match=r"`initial_states` must have `batch_size` \(2\) rows, one "
+                                         r"per sentence: beam_search tiles them.*received states "
+                                         r"with \[6\] rows"):
+        decoding.beam_search(_toy_step(), tiled, 2, 3, 5, 0, 5, 3)
+    with pytest.raises(ValueError, match=r"must have `batch_size` \(6\) rows"):
+        decoding.beam_search(_toy_step(), states, 6, 3, 5, 0, 5, 3)

@@ -56,3 +56,23 @@ def test_precomputed_keys_must_match_the_score(rng):
     )
     with pytest.raises(ValueError, match=r"`precomputed_keys` must have shape \(2, 6, 8\)"):
         general(**inputs, precomputed_keys=inputs["value"])
+
+
+@pytest.mark.parametrize("score", ["dot", "general"])
+def test_units_without_a_hidden_layer_are_refused(score):
+    # TF-Addons' LuongAttention(units) is the general score; here `units` sizes only
+    # the concat score's hidden layer, so elsewhere it would be silently unused.
+    with pytest.raises(ValueError, match=rf"`units` is the hidden size of the `concat` score; "
+                                         rf"the '{score}' score has none \(received units=10\)"):
+        keras_attn.LuongAttention(score=score, units=10)
+
+
+def test_use_scale_is_refused_with_the_name_to_use():
+    with pytest.raises(ValueError, match=r"learned scale is `scale=`.*received use_scale=True"):
+        keras_attn.LuongAttention(score="general", use_scale=True)
+
+
+def test_a_config_saved_with_unused_units_still_loads():
+    config = keras_attn.LuongAttention(score="general", scale=True).get_config()
+    layer = keras_attn.LuongAttention.from_config({**config, "units": 128})
+    assert layer.units is None and layer.use_scale and layer.score_name == "general"

@@ -139,3 +139,21 @@ def test_bad_arguments(rng):
     rnn = keras.layers.RNN(cell)
     with pytest.raises(ValueError, match=r"call the RNN with `initial_state=cell.get_initial_state"):
         rnn(rng.normal(size=(2, 3, 4)).astype("float32"))
+
+
+def test_a_layer_given_for_the_cell_is_refused_with_what_to_pass():
+    with pytest.raises(TypeError, match=r"`cell` must be an RNN cell with `state_size` \(such as "
+                                        r"keras.layers.GRUCell\); received GRU, a layer that runs "
+                                        r"a cell over a sequence: pass its cell"):
+        keras_attn.AttentionWrapperCell(keras.layers.GRU(8), keras_attn.LuongAttention(),
+                                        memory_size=8)
+
+
+def test_a_cell_state_of_the_wrong_width_is_named():
+    cell = keras_attn.AttentionWrapperCell(keras.layers.GRUCell(8),
+                                           keras_attn.BahdanauAttention(5), memory_size=6)
+    memory = np.zeros((2, 4, 6), "float32")
+    cell.get_initial_state(memory, cell_state=np.zeros((2, 8), "float32"))  # fits
+    with pytest.raises(ValueError, match=r"`cell_state\[0\]` must have 8 features, the cell's "
+                                         r"state size; received shape \(2, 6\)"):
+        cell.get_initial_state(memory, cell_state=np.zeros((2, 6), "float32"))

@@ -26,7 +26,7 @@ def batch(rng, n=6, ls=7, lt=6, vs=20, vt=12):
 
 
 def generate(model, source, steps, beam_width=1):
-    out = T.generate(model, source, steps, beam_width=beam_width)
+    out = T.decode_ids(model, source, steps, beam_width=beam_width)
     return {k: to_numpy(v) for k, v in out.items()}
 
 

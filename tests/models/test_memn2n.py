@@ -144,3 +144,16 @@ def test_schedule_caps_linear_start_and_runs_plain_without_it():
     for epoch in range(5):
         plain.on_epoch_begin(epoch)
     assert float(keras.ops.convert_to_numpy(plain.model.optimizer.learning_rate.value)) == pytest.approx(0.005)
+
+
+def test_float_ids_are_refused_not_truncated(data):
+    """Keras would cast the ids 1.7 → 1 silently; the model names the input instead,
+    as the `MemN2N` layer does."""
+    model = MemN2NQA(**data["arguments"])
+    story, question = data["train"][0]["story"][:2], data["train"][0]["question"][:2]
+    model({"story": story, "question": question})  # integer ids pass
+    with pytest.raises(ValueError, match=r"`story` holds integer ids, so it must be an integer "
+                                         r"array; received float32\. Cast it"):
+        model({"story": story.astype("float32") + 0.7, "question": question})
+    with pytest.raises(ValueError, match=r"`question` holds integer ids.*received float(32|64)"):
+        model.predict({"story": story, "question": question.astype("float64")}, verbose=0)

@@ -2,8 +2,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attn.models import transformer as TR
 from keras_attn.models import translator as T
+from keras_attn.models.translator import transformer as TR
 from tests.keras_attn.contract import to_numpy
 from tests.models import seq2seq
 
@@ -62,7 +62,7 @@ def test_all_padding_source_gives_finite_output():
 def test_generate_refuses_more_steps_than_the_token_buffer(rng):
     model = _small()
     with pytest.raises(ValueError, match=r"`max_length` must be at most .* \(5, .*received 6"):
-        T.generate(model, np.ones((2, 7), "int32"), 6)
+        T.decode_ids(model, np.ones((2, 7), "int32"), 6)
 
 
 def test_bad_arguments_are_named():
@@ -111,8 +111,8 @@ def test_cached_decoding_equals_recomputing_the_stack(rng, rope_max_wavelength, 
     for weight in model.trainable_weights:  # larger weights: distinct, confident logits
         weight.assign(to_numpy(weight) * 3.0)
     x, _ = seq2seq.batch(rng)
-    cached = T.generate(model, x["source"], 5, beam_width=beam_width)
-    recomputed = T.generate(model, x["source"], 5, beam_width=beam_width, use_cache=False)
+    cached = T.decode_ids(model, x["source"], 5, beam_width=beam_width)
+    recomputed = T.decode_ids(model, x["source"], 5, beam_width=beam_width, use_cache=False)
     np.testing.assert_array_equal(to_numpy(cached["tokens"]), to_numpy(recomputed["tokens"]))
     # Summed log-probabilities of 5 steps, added up in another order: float32 rounding.
     np.testing.assert_allclose(to_numpy(cached["scores"]), to_numpy(recomputed["scores"]),

@@ -42,7 +42,7 @@ def test_bad_arguments_are_named():
         T.Translator(5, 5, attention="hard")
     with pytest.raises(ValueError, match="`decoder_units` must equal 2"):
         T.Translator(5, 5, attention="luong-dot", encoder_units=8, decoder_units=8)
-    with pytest.raises(ValueError, match=r"`source_vocab_size` must be a positive integer; received 0"):
+    with pytest.raises(ValueError, match=r"`source_vocab_size` must be a positive integer or None; received 0"):
         T.Translator(0, 5)
     with pytest.raises(ValueError, match=r"`encoder_units` must be a positive integer; received 2\.5"):
         T.Translator(5, 5, encoder_units=2.5)
@@ -83,7 +83,7 @@ def test_reported_loss_is_the_mean_over_real_target_tokens(rng):
 
 @pytest.mark.parametrize("build", ["rnn", "transformer"])
 def test_output_bias_starts_at_the_target_log_frequencies(build):
-    from keras_attn.models.transformer import TransformerTranslator
+    from keras_attn.models.translator.transformer import TransformerTranslator
 
     model = (_small() if build == "rnn" else
              TransformerTranslator(20, 12, 6, model_dim=8, num_heads=2))
@@ -121,7 +121,7 @@ def test_the_compiled_generator_decodes_as_generate(rng, beam_width):
     """`Generator.predict_on_batch` runs `generate` compiled by the backend's trainer."""
     model = _small()
     x, _ = seq2seq.batch(rng)
-    eager = T.generate(model, x["source"], 5, beam_width=beam_width)
+    eager = T.decode_ids(model, x["source"], 5, beam_width=beam_width)
     compiled = T.Generator(model, 5, beam_width).predict_on_batch(x["source"])
     np.testing.assert_array_equal(to_numpy(compiled["tokens"]), to_numpy(eager["tokens"]))
     np.testing.assert_allclose(to_numpy(compiled["scores"]), to_numpy(eager["scores"]), atol=1e-5)

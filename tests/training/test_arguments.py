@@ -16,6 +16,7 @@ from keras_attn.training.task import RunMeta
     (arguments.non_negative_float, {"0": 0.0, "0.5": 0.5}, ["-1e-9"]),
     (arguments.fraction, {"0.1": 0.1}, ["0", "1", "1.5"]),
     (arguments.probability, {"0": 0.0, "0.999": 0.999}, ["1", "-0.5"]),
+    (arguments.positive_int_or_auto, {"auto": "auto", "2000": 2000}, ["0", "Auto", "2.5"]),
 ])
 def test_types_accept_and_refuse(parse, good, bad):
     for text, value in good.items():
@@ -70,3 +71,11 @@ def test_no_flag_takes_an_unchecked_number():
         if action.type in (int, float)
     ]
     assert not unchecked, f"use a type from training.arguments: {unchecked}"
+
+
+def test_max_vocab_auto_is_accepted_as_the_guide_shows():
+    args = cli.build_parser().parse_args(["train", "translator", "--data", "x.tsv",
+                                          "--max-vocab", "auto"])
+    assert args.max_vocab == "auto"
+    assert cli.build_parser().parse_args(
+        ["train", "translator", "--max-vocab", "500"]).max_vocab == 500

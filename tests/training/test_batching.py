@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from keras_attn.training.data.batching import BucketedBatches
-from keras_attn.training.text import END_ID, PAD_ID, START_ID
+from keras_attn.models.batching import BucketedBatches
+from keras_attn.models.text import END_ID, PAD_ID, START_ID
 
 
 def _corpus(rng, n=530):

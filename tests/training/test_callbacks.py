@@ -95,9 +95,11 @@ def test_translation_progress_stops_on_the_validation_figure_and_keeps_the_best(
     monkeypatch.setattr(translator, "score", lambda kind, h, r: {
         "bleu": next(figures), "chrf": 0.0, "bleu_lowercase": 0.0, "unk_share": 0.0,
         "exact_match": 0.0, "n": 1})
-    data = TranslationData(kind="text", splits={"validation": [("a", "b")]}, source_vocab=None,
-                           target_vocab=None, train_ids=((), ()), max_source_length=1,
-                           max_target_length=3, preprocess={})
+    from keras_attn.models import TranslatorPreprocessor
+
+    data = TranslationData(kind="text", splits={"validation": [("a", "b")]},
+                           preprocessor=TranslatorPreprocessor(["a"], ["b"], level="word"),
+                           train_ids=((), ()))
     progress = translator.TranslationProgress(data, {"kind": "text", "preprocess": {}},
                                               patience=3)
 

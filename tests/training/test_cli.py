@@ -7,6 +7,7 @@ import pytest
 
 import keras_attn
 from keras_attn.training import cli
+from keras_attn.training.errors import UsageError
 
 
 def _run(*args):
@@ -80,7 +81,7 @@ def test_a_backend_other_than_the_running_one_is_refused_in_process(capsys):
     import keras
 
     other = "jax" if keras.backend.backend() != "jax" else "tensorflow"
-    with pytest.raises(SystemExit, match=f"--backend {other}: Keras already runs on"):
+    with pytest.raises(UsageError, match=f"--backend {other}: Keras already runs on"):
         cli.main(["--backend", other, "layers"])
 
 
@@ -138,7 +139,7 @@ def test_missing_paths_stop_with_one_line(tmp_path, capsys, argv, message):
 def test_a_data_file_that_is_not_utf8_stops_with_its_line(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_bytes("caf\u00e9\tcoffee\n".encode("latin-1"))
-    with pytest.raises(SystemExit, match=r"pairs.tsv:1: not UTF-8 \(byte 0xe9 at column 4\)"):
+    with pytest.raises(UsageError, match=r"pairs.tsv:1: not UTF-8 \(byte 0xe9 at column 4\)"):
         cli.main(["train", "translator", "--data", str(path), "--no-export",
                   "--work-dir", str(tmp_path / "w")])
 
@@ -150,7 +151,7 @@ def test_a_data_file_that_is_not_utf8_stops_with_its_line(tmp_path):
      r"translator: `luong-dot` scores .* `decoder_units` must equal 2 × `encoder_units`"),
 ])
 def test_model_sizes_that_do_not_fit_stop_with_one_line(tmp_path, flags, message):
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(["train", "translator", "--train-size", "50", "--test-size", "10", "--no-export",
                   "--work-dir", str(tmp_path / "w"), *flags])
 

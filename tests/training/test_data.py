@@ -5,13 +5,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.models.text import END_ID, PAD_ID, START_ID, UNK_ID, Vocabulary, encode_batch
 from keras_attn.training.tasks.translator import dates
 from keras_attn.training.tasks.translator.parallel import (
     load_parallel_tsv,
     normalize_text,
     split_pairs,
 )
-from keras_attn.training.text import END_ID, PAD_ID, START_ID, UNK_ID, Vocabulary, encode_batch
 
 
 def test_date_forms_include_the_required_six():
@@ -114,7 +114,7 @@ def test_vocabulary_caps_keep_the_most_frequent_tokens():
 
 
 def test_detokenize_joins_spaced_punctuation_back():
-    from keras_attn.training.text import detokenize
+    from keras_attn.models.text import detokenize
 
     words = {"level": "word", "space_punctuation": True}
     assert detokenize("¿ qué hora es ? son las tres .", words) == "¿qué hora es? son las tres."
@@ -137,8 +137,8 @@ def test_subword_text_round_trips_through_tokens(text):
     # The defaults for real text (cased subwords, spaced punctuation): what the
     # translator writes back out reads in as the same tokens, capitals included.
     # ("##" is WordPiece's continuation mark: a word holding it is ambiguous.)
+    from keras_attn.models.text import detokenize
     from keras_attn.training.tasks.translator.parallel import normalize_text
-    from keras_attn.training.text import detokenize
 
     preprocess = {"level": "subword", "space_punctuation": True}
     prepared = normalize_text(text, space_punctuation=True)
@@ -150,7 +150,7 @@ def test_subword_text_round_trips_through_tokens(text):
 
 
 def test_the_default_subword_vocabulary_shrinks_with_the_corpus():
-    from keras_attn.training.tasks.translator.data import vocabulary_size
+    from keras_attn.models.translator.preprocessor import vocabulary_size
 
     assert vocabulary_size(91104) == 8000  # the Spanish corpus's training split
     assert vocabulary_size(6400) == 2133  # its first 8,000 lines

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from keras_attn.training import distribution
+from keras_attn.training.errors import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TIMEOUT = 240
@@ -116,18 +117,18 @@ def test_tensorflow_mirrors_over_two_logical_cpus(tmp_path):
      "`--distribute` must be one of"),
 ])
 def test_refusals_are_one_line(kwargs, message):
-    with pytest.raises(SystemExit, match=message) as error:
+    with pytest.raises(UsageError, match=message) as error:
         distribution.place(**kwargs)
     assert "\n" not in str(error.value)
 
 
 def test_torch_and_tensorflow_workers_are_refused(monkeypatch):
     monkeypatch.setattr(distribution.keras.backend, "backend", lambda: "torch")
-    with pytest.raises(SystemExit, match="not available on the torch backend.*23316"):
+    with pytest.raises(UsageError, match="not available on the torch backend.*23316"):
         distribution.place("data-parallel", 8, "memn2n")
     monkeypatch.setattr(distribution.keras.backend, "backend", lambda: "tensorflow")
     monkeypatch.setenv("TF_CONFIG", '{"cluster": {}}')
-    with pytest.raises(SystemExit, match="several TensorFlow workers.*20585.*JAX"):
+    with pytest.raises(UsageError, match="several TensorFlow workers.*20585.*JAX"):
         distribution.place("data-parallel", 8, "memn2n")
     distribution.reset()
 

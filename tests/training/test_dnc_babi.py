@@ -11,8 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.models.batching import EndlessBatches
 from keras_attn.models.dnc import DNCQA, OutputAtStep, compile_dnc_qa
-from keras_attn.training.data.batching import EndlessBatches
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi, words
 from keras_attn.training.tasks.memn2n.stories import generate_questions
 from tests.training.serving import (
@@ -246,7 +247,7 @@ def test_predict_and_evaluate_commands(trained, capsys):
     cli.main(["predict", os.path.dirname(trained["export"]), "--story",
               "Mary went to the kitchen.", "--question", "Where is Mary?"])
     assert "Where is Mary? → " in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="needs --question"):
+    with pytest.raises(UsageError, match="needs --question"):
         cli.main(["predict", trained["export"], "--story", "Mary went to the kitchen."])
     cli.main(["evaluate", "dnc-babi", "--run-dir", trained["work"]])
     printed = capsys.readouterr().out

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.training.errors import UsageError
 from tests.training.serving import TENSORFLOW_BACKEND_ONLY
 
 pytestmark = TENSORFLOW_BACKEND_ONLY
@@ -78,6 +79,6 @@ def test_sources_of_one_token_and_the_longest_at_max_tokens(tmp_path):
      "--max-tokens 1: no training pair is that short"),
 ])
 def test_a_corpus_that_cannot_train_stops_with_one_line(tmp_path, lines, message):
-    with pytest.raises(SystemExit) as stop:
+    with pytest.raises(UsageError) as stop:
         _train(tmp_path, lines, "--level", "word", "--max-tokens", "1")
-    assert message in str(stop.value.code)
+    assert message in str(stop.value)

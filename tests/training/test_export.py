@@ -10,6 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.training.errors import UsageError
 from tests.training.serving import (
     TENSORFLOW_BACKEND_ONLY,
     saved_model_cli_run,
@@ -108,7 +109,7 @@ def test_bad_inputs_at_the_signature(trained):
     assert translation[2] == [t.decode() for t in serve(text=tf.constant([truncated]))["translation"].numpy()][0]
     assert np.all(np.isfinite(out["score"].numpy())) and np.all(np.isfinite(out["alignment"].numpy()))
     # Unseen characters become [UNK]: the ids equal Python's.
-    from keras_attn.training.export import lookup_table, tokenize
+    from keras_attn.models.serving_ops import lookup_table, tokenize
 
     ids = tokenize(tf.constant(["\u2603\u2603 1998"]), lookup_table(src.tokens), meta["preprocess"],
                    meta["max_source_length"]).numpy()[0]
@@ -136,8 +137,8 @@ def test_bad_inputs_at_the_signature(trained):
 def test_in_graph_tokenization_equals_training(texts, level, options):
     import tensorflow as tf
 
-    from keras_attn.training.export import lookup_table, tokenize
-    from keras_attn.training.text import Vocabulary, encode_batch, normalize_spacing
+    from keras_attn.models.serving_ops import lookup_table, tokenize
+    from keras_attn.models.text import Vocabulary, encode_batch, normalize_spacing
 
     preprocess = {"level": level, "collapse_whitespace": level != "char", **options}
     if level == "char":
@@ -168,7 +169,7 @@ def test_in_graph_tokenization_equals_training(texts, level, options):
 def test_in_graph_lowercase_matches_python_and_keeps_text_after_a_nul(text):
     import tensorflow as tf
 
-    from keras_attn.training.export import lowercase
+    from keras_attn.models.serving_ops import lowercase
 
     if not text.isascii():  # ICU and Python differ on a few code points (see above)
         text = text.encode("ascii", "ignore").decode()
@@ -195,7 +196,7 @@ def test_predict_command_dispatches_on_the_exported_task(trained, capsys):
 
     cli.main(["predict", trained["export"], "3 March 1998"])
     assert capsys.readouterr().out.startswith("3 March 1998\t")
-    with pytest.raises(SystemExit, match="needs the texts"):
+    with pytest.raises(UsageError, match="needs the texts"):
         cli.main(["predict", trained["export"]])
 
 
@@ -216,8 +217,8 @@ def test_evaluate_command_on_the_run_and_on_the_export(trained, capsys):
 def test_in_graph_detokenization_equals_training(rows, level, space_punctuation):
     import tensorflow as tf
 
-    from keras_attn.training.export import detokenize as graph_detokenize
-    from keras_attn.training.text import Vocabulary, detokenize
+    from keras_attn.models.serving_ops import detokenize as graph_detokenize
+    from keras_attn.models.text import Vocabulary, detokenize
 
     tokens = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b", "##c", "##d", "?", ".", "¿", "xy"]
     vocab = Vocabulary(tokens, level)

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from keras_attn.training import cli
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import RunMeta
 from tests.training.numbers import write_numbers_tsv
 from tests.training.serving import TENSORFLOW_BACKEND_ONLY
@@ -89,7 +90,7 @@ def test_training_never_publishes_over_another_datasets_model(tmp_path, capsys):
     data = str(write_numbers_tsv(tmp_path / "pairs.tsv", count=80))
     argv = ["train", "translator", "--data", data, "--level", "char", *TINY,
             "--output-dir", str(exports), "--work-dir", str(tmp_path / "run")]
-    with pytest.raises(SystemExit, match=r"trained on /elsewhere/pairs.tsv.*give the model its "
+    with pytest.raises(UsageError, match=r"trained on /elsewhere/pairs.tsv.*give the model its "
                                          r"own --name, or --name translator-pairs"):
         cli.main(argv)
     cli.main([*argv, "--name", "translator-pairs", "--no-export"])
@@ -187,7 +188,7 @@ def test_help_shows_every_default():
 def test_points_of_the_wrong_dimension_are_refused(tmp_path):
     version = _fake_export(tmp_path, "pointer-sort", {"source": "built-in"},
                            {"point_dim": 1, "max_points": 20})
-    with pytest.raises(SystemExit, match=r"each point \(between ';'\) needs 1 coordinate"):
+    with pytest.raises(UsageError, match=r"each point \(between ';'\) needs 1 coordinate"):
         cli.main(["predict", str(version), "--points", "0.9 0.1; 0.5 0.3"])
 
 
@@ -207,13 +208,14 @@ def test_plot_without_matplotlib_stops_before_loading(tmp_path):
     version = _fake_export(tmp_path, "translator", {"source": "built-in"})
     code = ("import sys; sys.modules['matplotlib'] = None\n"
             "from keras_attn.training import cli\n"
-            f"cli.main(['predict', {str(version)!r}, 'x', '--plot', 'a.png'])\n")
+            f"sys.argv = ['keras-attn', 'predict', {str(version)!r}, 'x', '--plot', 'a.png']\n"
+            "sys.exit(cli.run())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=tmp_path, timeout=300)
     # The export's saved_model.pb is empty: loading it would have failed otherwise.
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
-        "--plot needs matplotlib: pip install 'keras-attn[plot]'")
+        "keras-attn: error: --plot needs matplotlib: pip install 'keras-attn[plot]'")
 
 
 def test_plot_labels_fall_back_to_fonts_that_have_their_glyphs(capsys):

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from keras_attn.training import cli
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n import task as task_module
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -47,7 +48,7 @@ def test_bad_data_arguments_stop_with_a_clear_message(tmp_path, flags, message):
     _write_task(data, 1, "single-supporting-fact", generate_questions(1, 50, seed=0), "train")
     argv = ["train", "memn2n", "--data-dir", str(data), *flags, "--work-dir",
             str(tmp_path / "w"), "--no-export", "--quiet"]
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(argv)
 
 
@@ -58,7 +59,7 @@ def test_bad_data_arguments_stop_with_a_clear_message(tmp_path, flags, message):
 ])
 def test_built_in_stories_are_picked_with_kinds_only(tmp_path, flags, message):
     argv = ["train", "memn2n", *flags, "--work-dir", str(tmp_path / "w"), "--no-export", "--quiet"]
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(argv)
 
 
@@ -66,7 +67,7 @@ def test_kinds_with_a_data_dir_is_refused(tmp_path):
     data = tmp_path / "babi"
     data.mkdir()
     _write_task(data, 1, "single-supporting-fact", generate_questions(1, 50, seed=0), "train")
-    with pytest.raises(SystemExit, match=r"`--kinds` picks the built-in stories"):
+    with pytest.raises(UsageError, match=r"`--kinds` picks the built-in stories"):
         cli.main(["train", "memn2n", "--data-dir", str(data), "--kinds", "1",
                   "--work-dir", str(tmp_path / "w"), "--no-export", "--quiet"])
 

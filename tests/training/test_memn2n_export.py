@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import generate_questions
 from tests.training.serving import (
@@ -164,7 +165,7 @@ def test_predict_command_with_plot(trained, tmp_path, capsys):
     weights = np.array(rows, float)  # (sentences, hops)
     assert weights.shape == (2, 3) and np.all((weights >= 0) & (weights <= 1))
     np.testing.assert_allclose(weights.sum(0), 1.0, atol=2e-3)
-    with pytest.raises(SystemExit, match="needs --question"):
+    with pytest.raises(UsageError, match="needs --question"):
         cli.main(["predict", trained["export"], "--story", "Mary went to the kitchen."])
     story_file = tmp_path / "story.txt"
     story_file.write_text("\n".join(f"Mary went to the {p}." for p in ["garden"] * 13 + ["office"]))

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import pytest
 
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.ntm.algorithmic import copy_batch
 from tests.training.serving import (
     TENSORFLOW_BACKEND_ONLY,
@@ -154,7 +155,7 @@ def test_predict_refuses_bad_input_clearly(trained, tmp_path, rows, flags, messa
         path = tmp_path / "seq.npy"
         np.save(path, rows)
         flags = ["--sequence-file", str(path)]
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(["predict", trained["export"], *flags])
 
 

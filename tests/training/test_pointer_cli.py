@@ -7,6 +7,7 @@ import os
 import pytest
 
 from keras_attn.training import cli
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.pointer import task as pointer
 
 SMALL = ["--units", "16", "--encoder-layers", "1", "--heads", "2", "--train-instances", "64",
@@ -43,14 +44,14 @@ def test_trains_saves_its_run_and_evaluates_the_same(name, tmp_path, capsys):
     (["--test-sizes", "5,x"], "numbers separated by commas"),
 ])
 def test_bad_training_flags_stop_with_a_message(flags, message, tmp_path):
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(["train", "pointer-sort", *SMALL, *flags, "--work-dir", str(tmp_path)])
 
 
 def test_tsp_refuses_sizes_beyond_exact_tours(tmp_path):
-    with pytest.raises(SystemExit, match="--max-points ≤ 12"):
+    with pytest.raises(UsageError, match="--max-points ≤ 12"):
         cli.main(["train", "pointer-tsp", *SMALL, "--max-points", "20",
                   "--work-dir", str(tmp_path)])
-    with pytest.raises(SystemExit, match="--test-sizes ≤ 12"):
+    with pytest.raises(UsageError, match="--test-sizes ≤ 12"):
         cli.main(["train", "pointer-tsp", *SMALL, "--test-sizes", "20",
                   "--work-dir", str(tmp_path)])

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from keras_attn.training.errors import UsageError
 from tests.training.serving import (
     TENSORFLOW_BACKEND_ONLY,
     saved_model_cli_run,
@@ -157,7 +158,7 @@ def test_predict_prints_the_tour_and_plots(trained, tmp_path, capsys):
 def test_predict_refuses_bad_input_clearly(trained, flags, message):
     from keras_attn.training import cli
 
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(UsageError, match=message):
         cli.main(["predict", trained["export"], *flags])
 
 
@@ -166,5 +167,5 @@ def test_predict_refuses_a_point_set_longer_than_supported(trained, tmp_path):
 
     path = tmp_path / "many.npy"
     np.save(path, np.random.default_rng(0).random((13, 2)))
-    with pytest.raises(SystemExit, match="supports at most 12"):
+    with pytest.raises(UsageError, match="supports at most 12"):
         cli.main(["predict", trained["export"], "--points-file", str(path)])

@@ -18,8 +18,8 @@ from collections import Counter
 
 import numpy as np
 
+from keras_attn.models.text import Vocabulary, encode_batch
 from keras_attn.training.data import read_utf8_lines
-from keras_attn.training.text import Vocabulary, encode_batch
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
 WORD = re.compile(r"[a-z0-9]+")

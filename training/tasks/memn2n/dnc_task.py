@@ -12,10 +12,11 @@ by default (on a CPU, a smaller memory and controller train far faster:
 import keras
 import numpy as np
 
+from keras_attn.models.batching import EndlessBatches
 from keras_attn.models.dnc import DNCQA, compile_dnc_qa
 from keras_attn.training.arguments import positive_float, positive_int
 from keras_attn.training.callbacks import TimeBudget
-from keras_attn.training.data.batching import EndlessBatches
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import words
 from keras_attn.training.tasks.memn2n.task import (
     MemN2NTask,
@@ -142,5 +143,5 @@ class DNCBabiTask(MemN2NTask):
         return answer_with_dnc(version_dir, meta, args)
 
     def plot(self, prediction, path):
-        raise SystemExit("predict: a dnc-babi export has no attention figure (it answers and "
+        raise UsageError("predict: a dnc-babi export has no attention figure (it answers and "
                          "gives the answer's probability)")

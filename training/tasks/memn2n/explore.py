@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from keras_attn.training import charts
+from keras_attn.training.errors import UsageError
 from keras_attn.training.export import loaded_signature
 from keras_attn.training.tasks.memn2n import babi
 
@@ -31,7 +32,7 @@ def held_out_question(extra_dir, index=0):
 def explore(version_dir, meta, inputs):
     story, question = inputs.get("story", ""), inputs.get("question", "")
     if not isinstance(story, str) or not isinstance(question, str):
-        raise ValueError("`story` and `question` must be strings")
+        raise UsageError("`story` and `question` must be strings")
     out = loaded_signature(version_dir)(story=tf.constant([story]),
                                         question=tf.constant([question]))
     answer = out["answer"].numpy()[0].decode("utf-8")

@@ -10,7 +10,7 @@ import keras
 import tensorflow as tf
 
 from keras_attn.models.memn2n import with_attention
-from keras_attn.training.export import assert_batch_of_strings, lookup_table, lowercase
+from keras_attn.models.serving_ops import assert_batch_of_strings, lookup_table, lowercase
 
 
 def normalize_words(text):

@@ -21,6 +21,7 @@ from keras_attn.choices import (
     MEMN2N_WEIGHT_TYINGS,
 )
 from keras_attn.models.memn2n import MemN2NQA, MemN2NSchedule, compile_memn2n, with_attention
+from keras_attn.models.text import Vocabulary
 from keras_attn.training import distribution
 from keras_attn.training.arguments import (
     fraction,
@@ -29,10 +30,10 @@ from keras_attn.training.arguments import (
     positive_int,
     probability,
 )
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
-from keras_attn.training.text import Vocabulary
 
 
 def add_arguments(parser):
@@ -111,7 +112,7 @@ def _numbers(text, name):
     try:
         return [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise SystemExit(f"`{name}` must be numbers separated by commas or `all`; "
+        raise UsageError(f"`{name}` must be numbers separated by commas or `all`; "
                          f"received {text!r}") from None
 
 
@@ -121,27 +122,27 @@ def _load_babi(path, task=None):
     try:
         return babi.load_babi_file(path, task)
     except ValueError as error:
-        raise SystemExit(str(error)) from None
+        raise UsageError(str(error)) from None
 
 
 def load_questions(args):
     """`{"train", "validation", "test"}` question lists, plus task names."""
     if args.data_dir and args.kinds != "all":
-        raise SystemExit("`--kinds` picks the built-in stories; with `--data-dir`, pick bAbI "
+        raise UsageError("`--kinds` picks the built-in stories; with `--data-dir`, pick bAbI "
                          f"tasks with `--tasks`; received --kinds {args.kinds!r}")
     if not args.data_dir and args.tasks != "all":
-        raise SystemExit("`--tasks` picks bAbI files from `--data-dir`; the built-in stories "
+        raise UsageError("`--tasks` picks bAbI files from `--data-dir`; the built-in stories "
                          "are picked with `--kinds` (1, 2, 6, 7 or their names); received "
                          f"--tasks {args.tasks!r}")
     if args.data_dir:
         try:
             files = babi.find_task_files(args.data_dir)
         except ValueError as error:
-            raise SystemExit(str(error)) from None
+            raise UsageError(str(error)) from None
         wanted = sorted(files) if args.tasks == "all" else _numbers(args.tasks, "--tasks")
         missing = [t for t in wanted if t not in files]
         if missing:
-            raise SystemExit(f"{args.data_dir}: no qa{missing[0]}_*_train.txt (found tasks "
+            raise UsageError(f"{args.data_dir}: no qa{missing[0]}_*_train.txt (found tasks "
                              f"{sorted(files)})")
         splits = {"train": [], "validation": [], "test": []}
         for task in wanted:
@@ -158,7 +159,7 @@ def load_questions(args):
             {kind_number(k.strip()) for k in args.kinds.split(",")}
         )
     except ValueError as error:
-        raise SystemExit(f"`--kinds`: {error}") from None
+        raise UsageError(f"`--kinds`: {error}") from None
     validation = max(1, round(args.validation_fraction * args.train_questions))
     splits = {"train": [], "validation": [], "test": []}
     for kind in kinds:
@@ -536,11 +537,11 @@ class MemN2NTask(Task):
 
     def check_predict_arguments(self, meta, args):
         if not args.question or not args.question.strip():
-            raise SystemExit("predict: a memn2n export needs --question")
+            raise UsageError("predict: a memn2n export needs --question")
         if args.story and args.story_file:
-            raise SystemExit("predict: give --story or --story-file, not both")
+            raise UsageError("predict: give --story or --story-file, not both")
         if args.story_file and not os.path.isfile(args.story_file):
-            raise SystemExit(f"predict: --story-file: no such file: {args.story_file!r}")
+            raise UsageError(f"predict: --story-file: no such file: {args.story_file!r}")
 
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.memn2n.predict import answer_question

@@ -12,9 +12,9 @@ import math
 import keras
 import numpy as np
 
-from keras_attn.training.data.batching import varied_first
+from keras_attn.models.batching import varied_first
+from keras_attn.models.text import Vocabulary
 from keras_attn.training.tasks.memn2n import babi
-from keras_attn.training.text import Vocabulary
 
 SENTENCE_END, QUESTION_MARK = ".", "?"
 

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attn.training import charts
+from keras_attn.training.errors import UsageError
 from keras_attn.training.export import loaded_signature
 from keras_attn.training.tasks.ntm.inputs import example
 
@@ -29,13 +30,13 @@ def explore(spec, version_dir, meta, inputs):
         try:
             params[name] = int(value) if value not in (None, "") else None
         except (TypeError, ValueError):
-            raise ValueError(f"--{name} must be a whole number; received {value!r}") from None
+            raise UsageError(f"--{name} must be a whole number; received {value!r}") from None
         if params[name] is not None and not 1 <= params[name] <= 100:
-            raise ValueError(f"--{name} must be 1 … 100; received {params[name]}")
+            raise UsageError(f"--{name} must be 1 … 100; received {params[name]}")
     try:
         seed = int(inputs.get("seed") or 0)
     except (TypeError, ValueError):
-        raise ValueError(f"--seed must be a whole number; received {inputs.get('seed')!r}") \
+        raise UsageError(f"--seed must be a whole number; received {inputs.get('seed')!r}") \
             from None
     (sequence, target), drawn = example(spec, seed, **params)
     out = loaded_signature(version_dir)(sequence=tf.constant(sequence))

@@ -3,6 +3,8 @@ or a generated example (no TensorFlow here: the task and its `predict` both use 
 
 import numpy as np
 
+from keras_attn.training.errors import UsageError
+
 
 def check_sequence(sequence, input_bits, name="the sequence"):
     """`(T, input_bits)` float32 (or a batch of them), finite and not empty."""
@@ -10,13 +12,13 @@ def check_sequence(sequence, input_bits, name="the sequence"):
     if sequence.ndim == 2:
         sequence = sequence[None]
     if sequence.ndim != 3 or sequence.shape[-1] != input_bits:
-        raise ValueError(f"{name} must be (steps, {input_bits}) or (batch, steps, "
+        raise UsageError(f"{name} must be (steps, {input_bits}) or (batch, steps, "
                          f"{input_bits}): {input_bits} channels a step, as the model was "
                          f"trained; received shape {sequence.shape}.")
     if sequence.shape[1] == 0:
-        raise ValueError(f"{name} has no steps (shape {sequence.shape}).")
+        raise UsageError(f"{name} has no steps (shape {sequence.shape}).")
     if not np.all(np.isfinite(sequence)):
-        raise ValueError(f"{name} contains NaN or infinite values.")
+        raise UsageError(f"{name} contains NaN or infinite values.")
     return sequence
 
 
@@ -25,7 +27,7 @@ def read_sequence(path, input_bits):
     try:
         data = np.load(path) if path.endswith(".npy") else np.loadtxt(path, ndmin=2)
     except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: cannot read a sequence ({error}).") from None
+        raise UsageError(f"{path}: cannot read a sequence ({error}).") from None
     return check_sequence(data, input_bits, name=path)
 
 

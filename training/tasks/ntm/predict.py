@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from keras_attn.training.errors import UsageError
 from keras_attn.training.plotting import pyplot
 from keras_attn.training.tasks.ntm.inputs import example, read_sequence
 
@@ -27,7 +28,7 @@ def run_bit_sequence(task, version_dir, meta, args):
             )
             label = ", ".join(f"{k} {v}" for k, v in params.items()) or "the task's layout"
     except ValueError as error:
-        raise SystemExit(f"predict: {error}") from None
+        raise UsageError(f"predict: {error}") from None
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
     out = {k: v.numpy() for k, v in serve(sequence=tf.constant(sequence)).items()}
     probabilities = out["output"][0]

@@ -5,6 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attn.training import charts
+from keras_attn.training.errors import UsageError
 from keras_attn.training.export import loaded_signature
 from keras_attn.training.tasks.pointer import points as geometry
 from keras_attn.training.tasks.pointer.inputs import parse_points
@@ -23,7 +24,7 @@ def random_points(spec, meta, seed, n=None):
 def explore(spec, version_dir, meta, inputs):
     text = inputs.get("points", "")
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("--points: give the points, e.g. '0.1 0.2; 0.5 0.9; 0.7 0.3'")
+        raise UsageError("--points: give the points, e.g. '0.1 0.2; 0.5 0.9; 0.7 0.3'")
     dim, supported = int(meta.settings["point_dim"]), int(meta.settings["max_points"])
     points = parse_points(text, dim, supported)
     out = loaded_signature(version_dir)(points=tf.constant(points[None]),

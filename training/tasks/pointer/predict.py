@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from keras_attn.training.errors import UsageError
 from keras_attn.training.plotting import pyplot
 from keras_attn.training.tasks.pointer import points as geometry
 from keras_attn.training.tasks.pointer.inputs import parse_points, read_points
@@ -17,7 +18,7 @@ def point_to(task, version_dir, meta, args):
     dim, supported = int(meta.settings["point_dim"]), int(meta.settings["max_points"])
     given = [name for name in ("points", "points_file", "n") if getattr(args, name) is not None]
     if len(given) > 1:
-        raise SystemExit(f"predict: give one of --points, --points-file, --n; received "
+        raise UsageError(f"predict: give one of --points, --points-file, --n; received "
                          f"{['--' + g.replace('_', '-') for g in given]}")
     try:
         if args.points is not None:
@@ -31,7 +32,7 @@ def point_to(task, version_dir, meta, args):
             rng = np.random.default_rng(args.seed)
             points = geometry.uniform_points(rng, 1, n, spec.point_dim)[0]
     except ValueError as error:
-        raise SystemExit(f"predict: {error}") from None
+        raise UsageError(f"predict: {error}") from None
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
     out = serve(points=tf.constant(points[None]), lengths=tf.constant([len(points)], tf.int32))
     indices = out["indices"].numpy()[0]

@@ -26,6 +26,7 @@ from keras_attn.training.arguments import (
     positive_float,
     positive_int,
 )
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.pointer import points as geometry
 
@@ -290,10 +291,10 @@ def test_sizes_of(text):
     try:
         sizes = tuple(int(t) for t in text.split(",") if t.strip())
     except ValueError:
-        raise SystemExit(f"`--test-sizes` must be numbers separated by commas; received "
+        raise UsageError(f"`--test-sizes` must be numbers separated by commas; received "
                          f"{text!r}") from None
     if not sizes or min(sizes) < 3:
-        raise SystemExit(f"`--test-sizes` must be at least 3 points each; received {text!r}")
+        raise UsageError(f"`--test-sizes` must be at least 3 points each; received {text!r}")
     return sizes
 
 
@@ -314,13 +315,13 @@ class PointerTask(Task):
     def prepare(self, args):
         task = self.spec
         if task.name == "pointer-tsp" and max(test_sizes_of(args.test_sizes)) > 12:
-            raise SystemExit("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
+            raise UsageError("pointer-tsp scores against exact tours: --test-sizes ≤ 12")
         if not 3 <= args.min_points <= args.max_points <= args.supported_points:
-            raise SystemExit("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; "
+            raise UsageError("need 3 ≤ --min-points ≤ --max-points ≤ --supported-points; "
                              f"received {args.min_points}, {args.max_points}, "
                              f"{args.supported_points}")
         if task.name == "pointer-tsp" and args.max_points > 12:
-            raise SystemExit(f"pointer-tsp trains on exact tours (Held–Karp, exponential in N): "
+            raise UsageError(f"pointer-tsp trains on exact tours (Held–Karp, exponential in N): "
                              f"--max-points ≤ 12; received {args.max_points}")
         print(f"{task.name}: {task.summary}; {args.train_instances} instances × {args.epochs} "
               f"epochs, batch {args.batch_size}, on {keras.backend.backend()}", flush=True)

@@ -4,10 +4,12 @@ import dataclasses
 
 import numpy as np
 
-from keras_attn.training.data.batching import BucketedBatches
+from keras_attn.models.batching import BucketedBatches
+from keras_attn.models.text import END_ID, UNK_ID, Vocabulary
+from keras_attn.models.translator.preprocessor import TranslatorPreprocessor, vocabulary_size
+from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.translator.dates import date_splits
 from keras_attn.training.tasks.translator.parallel import load_parallel_tsv, split_pairs
-from keras_attn.training.text import END_ID, UNK_ID, Vocabulary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,26 +18,43 @@ class TranslationData:
 
     Attributes:
         kind: `"dates"` (the built-in task) or `"text"` (`--data`).
-        splits: `{"train" | "validation" | "test": [(source, target), …]}` texts.
-        source_vocab, target_vocab: each side's `Vocabulary`.
+        splits: `{"train" | "validation" | "test": [(source, target), …]}` texts,
+            normalised as the preprocessor normalises.
+        preprocessor: the `TranslatorPreprocessor` learnt on the training split
+            (vocabularies, normalisation, the longest source and target).
         train_ids: `(sources, targets)`, the training pairs as id lists (no
             `[START]` / `[END]`).
-        max_source_length: the longest training source, in tokens.
-        max_target_length: the longest training target with `[START]` and `[END]`.
-        preprocess: how texts are normalised before the vocabularies see them
-            (`level`, `lowercase`, `space_punctuation`, `collapse_whitespace`).
         batches: `(training, validation)` batches once the task has made them.
     """
 
     kind: str
     splits: dict
-    source_vocab: Vocabulary
-    target_vocab: Vocabulary
+    preprocessor: TranslatorPreprocessor
     train_ids: tuple
-    max_source_length: int
-    max_target_length: int
-    preprocess: dict
     batches: tuple | None = None
+
+    @property
+    def source_vocab(self):
+        return self.preprocessor.source
+
+    @property
+    def target_vocab(self):
+        return self.preprocessor.target
+
+    @property
+    def max_source_length(self):
+        """The longest training source, in tokens."""
+        return self.preprocessor.max_source_length
+
+    @property
+    def max_target_length(self):
+        """The longest training target with `[START]` and `[END]`."""
+        return self.preprocessor.max_target_length
+
+    @property
+    def preprocess(self):
+        """How texts are normalised before the vocabularies see them."""
+        return self.preprocessor.preprocess
 
 
 def load_data(args):
@@ -54,16 +73,16 @@ def load_data(args):
                 space_punctuation=args.space_punctuation,
             )
         except ValueError as error:  # not UTF-8: the file and line, without a traceback
-            raise SystemExit(str(error)) from None
+            raise UsageError(str(error)) from None
         print(f"{args.data}: {report.summary()}")
         if report.bad_lines:
             print(f"  malformed lines (first {len(report.bad_lines)}): {report.bad_lines}")
         if len(pairs) < 10:
-            raise SystemExit(f"{args.data}: only {len(pairs)} usable pairs (at least 10 needed)")
+            raise UsageError(f"{args.data}: only {len(pairs)} usable pairs (at least 10 needed)")
         try:
             splits = split_pairs(pairs, seed=args.seed)
         except ValueError as error:
-            raise SystemExit(f"{args.data}: {error}") from None
+            raise UsageError(f"{args.data}: {error}") from None
         kind = "text"
     else:
         splits = date_splits(
@@ -91,33 +110,29 @@ def load_data(args):
         keep = [max(len(s), len(t)) <= args.max_tokens for s, t in zip(sources, targets,
                                                                          strict=True)]
         if not any(keep):
-            raise SystemExit(f"--max-tokens {args.max_tokens}: no training pair is that short")
+            raise UsageError(f"--max-tokens {args.max_tokens}: no training pair is that short")
         if not all(keep):
             print(f"  {keep.count(False)} training pairs longer than --max-tokens "
                   f"{args.max_tokens} left out")
         train = splits["train"] = [p for p, k in zip(train, keep, strict=True) if k]
         sources = [ids for ids, k in zip(sources, keep, strict=True) if k]
         targets = [ids for ids, k in zip(targets, keep, strict=True) if k]
-    return TranslationData(
-        kind=kind,
-        splits=splits,
-        source_vocab=source_vocab,
-        target_vocab=target_vocab,
-        train_ids=(sources, targets),
+    preprocessor = TranslatorPreprocessor(
+        source_vocab.tokens, target_vocab.tokens, **preprocess,
         max_source_length=max(map(len, sources)),
         max_target_length=max(map(len, targets)) + 2,
-        preprocess=preprocess,
     )
+    return TranslationData(kind=kind, splits=splits, preprocessor=preprocessor,
+                           train_ids=(sources, targets))
 
 
-def vocabulary_size(train_pairs):
-    """`--max-vocab`'s default with `--data`: 8,000 pieces a side, fewer for a small
-    corpus (one per 3 training pairs, at least 1,000). Chosen on the runs' own
-    validation and test splits of the Spanish–English corpus: with its 91,000
-    training pairs, 8,000; with 6,400 (its first 8,000 lines), 2,000 pieces gave
-    held-out BLEU 22.49 greedy and 24.00 with beam 4 against 21.44 and 23.20 with
-    8,000."""
-    return int(min(8000, max(1000, train_pairs // 3)))
+def run_preprocessor(source_vocab, target_vocab, settings):
+    """The run's `TranslatorPreprocessor`, from its vocabularies and `RunMeta.settings`
+    (also for a run saved before the model held its preprocessor)."""
+    return TranslatorPreprocessor(
+        source_vocab.tokens, target_vocab.tokens, **settings["preprocess"],
+        max_source_length=int(settings["max_source_length"]),
+        max_target_length=int(settings["max_target_length"]))
 
 
 def unknown_rates(data, pairs):

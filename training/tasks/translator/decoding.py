@@ -2,54 +2,25 @@
 them, and the callback that prints them (and stops on them) during training."""
 
 import time
-import weakref
 
 import keras
 import numpy as np
 import sacrebleu
 
-from keras_attn.models.translator import Generator
-from keras_attn.training.text import UNK, detokenize
-
-# One compiled decoder per model and decoder settings (a new one would compile anew).
-_generators = weakref.WeakKeyDictionary()
-
-
-def generator(model, settings, beam_width):
-    """The model's `Generator` for these settings, compiled once and kept."""
-    key = (settings["max_target_length"] - 1, beam_width, settings["length_penalty"])
-    kept = _generators.setdefault(model, {})
-    if key not in kept:
-        kept[key] = Generator(model, *key)
-    return kept[key]
+from keras_attn.models.text import UNK, detokenize
+from keras_attn.models.translator.generation import translate
+from keras_attn.training.tasks.translator.data import run_preprocessor
 
 
 def translate_texts(model, source_vocab, target_vocab, settings, texts, beam_width=1,
                     batch_size=256):
-    """In-process translations of already-preprocessed `texts` (a Keras model);
-    `settings` is the run's `RunMeta.settings`.
-
-    The texts are decoded in batches of similar length, each padded to its own
-    longest source (at most the trained maximum, as the export truncates), and
-    returned in the order given.
-    """
-    max_source = settings["max_source_length"]
-    encoded = [source_vocab.encode(text, max_source) for text in texts]
-    order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
-    outputs = [""] * len(texts)
-    decoder = generator(model, settings, beam_width)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        # Padded to a multiple of 8, as training batches are: fewer shapes to compile.
-        width = 8 * -(-max(1, max(len(encoded[i]) for i in rows)) // 8)
-        ids = np.zeros((len(rows), width), "int32")
-        for row, i in enumerate(rows):
-            ids[row, : len(encoded[i])] = encoded[i]
-        decoded = keras.ops.convert_to_numpy(decoder.predict_on_batch(ids)["tokens"])
-        for i, tokens in zip(rows, decoded, strict=True):
-            if texts[i]:
-                outputs[i] = detokenize(target_vocab.decode(tokens), settings["preprocess"])
-    return outputs
+    """In-process translations of `texts` with the run's preprocessor (the model's own,
+    or one made from the run's vocabularies and `RunMeta.settings`)."""
+    preprocessor = getattr(model, "preprocessor", None) or run_preprocessor(
+        source_vocab, target_vocab, settings)
+    return translate(model, preprocessor, list(texts), beam_width=beam_width,
+                     max_length=settings["max_target_length"] - 1,
+                     length_penalty=settings["length_penalty"], batch_size=batch_size)
 
 
 def score(kind, hypotheses, references):

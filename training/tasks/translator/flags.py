@@ -12,6 +12,7 @@ from keras_attn.training.arguments import (
     non_negative_int,
     positive_float,
     positive_int,
+    positive_int_or_auto,
     probability,
 )
 
@@ -64,7 +65,7 @@ def add_arguments(parser):
     data.add_argument("--space-punctuation", action=argparse.BooleanOptionalAction,
                       help="spaces around . ? ! , ¿ ¡ ; : before splitting into words; "
                       + _profile_help("space_punctuation"))
-    data.add_argument("--max-vocab", type=positive_int,
+    data.add_argument("--max-vocab", type=positive_int_or_auto,
                       help="ids of each side's vocabulary, with the 4 specials: the most "
                       "frequent tokens (the rest become [UNK]), or the number of subword "
                       "pieces; " + _profile_help("max_vocab") + " (auto: 8000 a side, "

@@ -4,8 +4,7 @@ flags and the data, with the learning-rate schedule and the run's settings."""
 import keras
 
 from keras_attn.models.schedules import InverseSquareRootDecay
-from keras_attn.models.transformer import TransformerTranslator
-from keras_attn.models.translator import Translator
+from keras_attn.models.translator import TransformerTranslator, Translator
 from keras_attn.training.tasks.translator.flags import DEFAULT_LEARNING_RATE, TEXT_TRANSFORMER_RATE
 
 
@@ -40,12 +39,9 @@ def learning_rate(args, steps_per_epoch):
 
 def build_model(args, data):
     """The model of `--model`, sized by the flags and the data."""
-    vocab_sizes = dict(source_vocab_size=len(data.source_vocab),
-                       target_vocab_size=len(data.target_vocab))
     if args.model == "transformer":
         return TransformerTranslator(
-            **vocab_sizes,
-            max_target_length=data.max_target_length,
+            preprocessor=data.preprocessor,
             model_dim=args.model_dim,
             num_heads=args.num_heads,
             num_layers=args.num_layers,
@@ -55,7 +51,7 @@ def build_model(args, data):
             rope_max_wavelength=args.rope_max_wavelength or None,
         )
     return Translator(
-        **vocab_sizes,
+        preprocessor=data.preprocessor,
         attention=args.attention,
         rnn=args.rnn,
         embedding_dim=args.embedding_dim,

@@ -9,8 +9,8 @@ import dataclasses
 import random
 import unicodedata
 
+from keras_attn.models.text import normalize_spacing
 from keras_attn.training.data import read_utf8_lines
-from keras_attn.training.text import normalize_spacing
 
 
 @dataclasses.dataclass

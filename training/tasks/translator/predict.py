@@ -4,9 +4,17 @@ import os
 
 import tensorflow as tf
 
+from keras_attn.models.text import Vocabulary
 from keras_attn.training.plotting import pyplot
-from keras_attn.training.tasks.translator.parallel import normalize_text
-from keras_attn.training.text import Vocabulary
+from keras_attn.training.tasks.translator.data import run_preprocessor
+
+
+def export_preprocessor(version_dir, meta):
+    """The export's `TranslatorPreprocessor`, from `assets.extra/`'s vocabularies."""
+    extra = os.path.join(version_dir, "assets.extra")
+    return run_preprocessor(Vocabulary.load(os.path.join(extra, "source_vocab.json")),
+                            Vocabulary.load(os.path.join(extra, "target_vocab.json")),
+                            meta.settings)
 
 
 def translate(version_dir, meta, texts):
@@ -18,20 +26,9 @@ def translate(version_dir, meta, texts):
     translations = [t.decode("utf-8") for t in out["translation"].numpy()]
     for text, translation, score in zip(texts, translations, out["score"].numpy(), strict=True):
         print(f"{text}\t{translation}\t{score:.4f}")
-    extra = os.path.join(version_dir, "assets.extra")
-    return (texts[0],
-            tokens(texts[0], Vocabulary.load(os.path.join(extra, "source_vocab.json")), meta),
-            tokens(translations[0], Vocabulary.load(os.path.join(extra, "target_vocab.json")),
-                   meta),
-            out["alignment"].numpy()[0])
-
-
-def tokens(text, vocab, meta):
-    """The tokens the model saw for `text` (as the graph tokenises it), as strings."""
-    preprocess = meta.settings["preprocess"]
-    text = normalize_text(text, unicode_form=None, lowercase=preprocess["lowercase"],
-                          space_punctuation=preprocess["space_punctuation"])
-    return [vocab.tokens[i] for i in vocab.encode(text, meta.settings["max_source_length"])]
+    preprocessor = export_preprocessor(version_dir, meta)
+    return (texts[0], preprocessor.source_tokens(texts[0]),
+            preprocessor.target_tokens(translations[0]), out["alignment"].numpy()[0])
 
 
 def plot_alignment(source, source_tokens, output_tokens, alignment, path):

@@ -1,6 +1,6 @@
 """The `translator` task: data, training, figures, export and `predict` of
 `keras_attn.models.translator` (`--model rnn`, the default) and
-`keras_attn.models.transformer` (`--model transformer`).
+`keras_attn.models.translator.transformer` (`--model transformer`).
 
 Default data: the built-in date corpus (`dates`), character level. `--data
 PATH.tsv` trains on tab-separated parallel text instead (`parallel`), with
@@ -10,9 +10,11 @@ defaults chosen for real sentences (`PROFILES`).
 import dataclasses
 import os
 
+from keras_attn.models.text import Vocabulary, detokenize
 from keras_attn.models.translator import compile_translator, initialize_output_bias
 from keras_attn.training.arguments import positive_int
 from keras_attn.training.callbacks import TimeBudget
+from keras_attn.training.errors import UsageError
 from keras_attn.training.task import Task
 from keras_attn.training.tasks.translator.data import (
     datasets,
@@ -34,7 +36,6 @@ from keras_attn.training.tasks.translator.flags import (
 )
 from keras_attn.training.tasks.translator.modeling import build_model, learning_rate, run_settings
 from keras_attn.training.tasks.translator.parallel import load_parallel_tsv
-from keras_attn.training.text import Vocabulary, detokenize
 
 
 class TranslatorTask(Task):
@@ -60,7 +61,7 @@ class TranslatorTask(Task):
             return {"source": "built-in", "train_size": args.train_size,
                     "test_size": args.test_size}
         if os.path.isdir(args.data):
-            raise SystemExit(f"--data: {args.data!r} is a folder; expected a TSV file")
+            raise UsageError(f"--data: {args.data!r} is a folder; expected a TSV file")
         return {"source": "file", "path": os.path.abspath(args.data), "reverse": args.reverse}
 
     def resolve(self, options):
@@ -95,7 +96,7 @@ class TranslatorTask(Task):
         try:
             model = build_model(args, data)
         except ValueError as error:  # sizes that do not fit together: one line, no traceback
-            raise SystemExit(f"translator: {error}") from None
+            raise UsageError(f"translator: {error}") from None
         initialize_output_bias(model, target_token_counts(data))
         train_batches, _ = data.batches
         return compile_translator(
@@ -201,7 +202,7 @@ class TranslatorTask(Task):
 
     def check_predict_arguments(self, meta, args):
         if not args.inputs:
-            raise SystemExit("predict: a translator export needs the texts to translate")
+            raise UsageError("predict: a translator export needs the texts to translate")
 
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.translator.predict import translate

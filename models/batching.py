@@ -14,7 +14,7 @@ import math
 import keras
 import numpy as np
 
-from keras_attn.training.text import END_ID, PAD_ID, START_ID
+from keras_attn.models.text import END_ID, PAD_ID, START_ID
 
 
 def _round_up(length, multiple):

@@ -2,8 +2,8 @@
 
 The same contract as `models.translator`: the training model takes `source` ids and
 teacher-forced `target_in` ids and returns logits for `target_out`, with the token
-ids of `training.text` (`[PAD]=0 [UNK]=1 [START]=2 [END]=3`), so the translator
-task's data, loss, decoding (`models.translator.generate`) and export serve both.
+ids of `models.text` (`[PAD]=0 [UNK]=1 [START]=2 [END]=3`), so the translator
+task's data, loss, decoding (`models.translator.decode_ids`) and export serve both.
 
 Each block is pre-norm (Xiong et al. 2020, "On Layer Normalization in the
 Transformer Architecture"): `x + Sublayer(LayerNorm(x))`, with a final
@@ -19,8 +19,8 @@ from keras import ops
 
 import keras_attn
 from keras_attn import _validation
-from keras_attn.models.configured import ConfiguredModel
-from keras_attn.models.translator import PAD_ID
+from keras_attn.models.text import PAD_ID
+from keras_attn.models.translator.seq2seq import Seq2SeqModel
 
 
 class _Block(keras.layers.Layer):
@@ -350,17 +350,19 @@ class TransformerDecoder(_Stack):
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")
-class TransformerTranslator(ConfiguredModel):
-    """The teacher-forcing training model: `{"source", "target_in"}` → logits.
+class TransformerTranslator(Seq2SeqModel):
+    """A Transformer translator: `{"source", "target_in"}` ids → logits, and text → text.
 
-    `TransformerEncoder` and `TransformerDecoder`; `models.translator.generate`
-    decodes with the same layers, with key/value caches.
+    `TransformerEncoder` and `TransformerDecoder`; `generate` decodes with the same
+    layers, with key/value caches. With a `preprocessor` it trains on text,
+    translates text and exports a SavedModel that takes text (`Seq2SeqModel`).
 
     Args:
         source_vocab_size, target_vocab_size: token ids of each side, the four
-            specials included.
+            specials included (read from `preprocessor` when given).
         max_target_length: the longest target with `[START]` and `[END]` (at least
-            2): the decoder's caches hold `max_target_length − 1` positions.
+            2): the decoder's caches hold `max_target_length − 1` positions (read
+            from `preprocessor` when given).
         model_dim: `d`, divisible by `num_heads`.
         num_heads, num_layers, feedforward_dim: of every block; `num_layers`
             blocks each side.
@@ -368,19 +370,27 @@ class TransformerTranslator(ConfiguredModel):
         max_wavelength: the sinusoids' longest wavelength (the paper's 10000).
         rope_max_wavelength: if set, every attention also rotates its queries and
             keys by position (RoPE, Su et al. 2021) with this longest wavelength.
+        preprocessor: a `TranslatorPreprocessor`, or `None` to train on ids.
 
     Example:
 
-    >>> from keras_attn.models.transformer import TransformerTranslator
+    >>> from keras_attn.models import TransformerTranslator
     >>> model = TransformerTranslator(30, 20, max_target_length=12)
     >>> model.output.shape
     (None, None, 20)
     """
 
-    def __init__(self, source_vocab_size: int, target_vocab_size: int,
-                 max_target_length: int, model_dim: int = 64, num_heads: int = 4,
-                 num_layers: int = 1, feedforward_dim: int = 256, dropout=0.0,
-                 max_wavelength=10000.0, rope_max_wavelength=None, **kwargs):
+    MODEL_KIND = "transformer"
+
+    @staticmethod
+    def derived_from_preprocessor(preprocessor):
+        return {"max_target_length": preprocessor and preprocessor.max_target_length}
+
+    def __init__(self, source_vocab_size: int | None = None,
+                 target_vocab_size: int | None = None, max_target_length: int | None = None,
+                 model_dim: int = 64, num_heads: int = 4, num_layers: int = 1,
+                 feedforward_dim: int = 256, dropout=0.0, max_wavelength=10000.0,
+                 rope_max_wavelength=None, preprocessor=None, **kwargs):
         _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
         _validation.check_number("max_wavelength", max_wavelength)
         _validation.check_number("rope_max_wavelength", rope_max_wavelength, allow_none=True)

@@ -1,0 +1,91 @@
+"""The translators' served SavedModel (TensorFlow backend).
+
+`serving_default(text)`: `text` `tf.string [batch]`, raw; tokenised in the graph by
+the model's `TranslatorPreprocessor`; returns `translation` (`tf.string`), `score`
+(`float32`, the decoder's ranking score) and `alignment` (`float32 [batch, out_len,
+in_len]`). An empty or whitespace-only string gives an empty translation (score 0),
+a batch of only such strings included; a `text` that is not 1-D is refused with
+"`text` must be a 1-D string tensor of shape [batch]".
+"""
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from keras_attn.models.configured import META_FORMAT
+from keras_attn.models.serving_ops import assert_batch_of_strings, is_blank
+from keras_attn.models.translator.generation import decode_ids
+
+
+def serving_archive(model, preprocessor, beam_width=1, length_penalty=0.0, max_length=None):
+    """The export's `keras.export.ExportArchive` for `model` with `preprocessor`.
+
+    Args:
+        model: a `Translator` or `TransformerTranslator`.
+        preprocessor: its `TranslatorPreprocessor`.
+        beam_width, length_penalty: the served decoder.
+        max_length: decoding steps (default `preprocessor.max_target_length − 1`).
+    """
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError("A SavedModel is written on the TensorFlow backend; this process "
+                           f"runs {keras.backend.backend()!r} (set KERAS_BACKEND=tensorflow).")
+    max_steps = int(max_length or preprocessor.max_target_length - 1)
+    # Built outside the endpoint, so that the archive tracks them.
+    source_table, target_table = preprocessor.lookup_tables()
+
+    def serve(text):
+        text = assert_batch_of_strings("text", text)
+        empty = is_blank(text)
+        ids = preprocessor(text)
+        out = decode_ids(model, ids, max_steps, beam_width=beam_width,
+                         length_penalty=float(length_penalty))
+        translation = preprocessor.detokenize(out["tokens"])
+        return {
+            "translation": tf.where(empty, tf.constant(""), translation),
+            "score": tf.where(empty, 0.0, tf.cast(out["scores"], tf.float32)),
+            "alignment": tf.cast(out["alignments"], tf.float32),
+        }
+
+    export = keras.export.ExportArchive()
+    export.track(model)
+    export.track(source_table)
+    export.track(target_table)
+    export.add_endpoint(
+        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
+    )
+    return export
+
+
+def export_settings(preprocessor, beam_width, length_penalty, model):
+    """What `predict`, `explore` and `evaluate` read of an export (`meta.json`'s
+    `settings`)."""
+    return {
+        "model": model.MODEL_KIND,
+        "kind": "text",
+        "max_source_length": preprocessor.max_source_length,
+        "max_target_length": preprocessor.max_target_length,
+        "preprocess": preprocessor.preprocess,
+        "beam_width": int(beam_width),
+        "length_penalty": float(length_penalty),
+    }
+
+
+def write_export(model, archive, path, beam_width=1, length_penalty=0.0):
+    """Writes `archive` to `path`, with `assets.extra/` as the CLI's exports have it:
+    the `.keras` model, both vocabularies and `meta.json`."""
+    archive.write_out(path, verbose=False)
+    extra = os.path.join(path, "assets.extra")
+    os.makedirs(extra, exist_ok=True)
+    preprocessor = model.preprocessor
+    preprocessor.source.save(os.path.join(extra, "source_vocab.json"))
+    preprocessor.target.save(os.path.join(extra, "target_vocab.json"))
+    model.save(os.path.join(extra, "model.keras"))
+    config = {k: v for k, v in model.get_config().items() if k != "preprocessor"}
+    meta = {"task": "translator", "name": model.name, "config": config,
+            "settings": export_settings(preprocessor, beam_width, length_penalty, model),
+            "data": {"source": "script"}, "training": {}, "format": META_FORMAT}
+    with open(os.path.join(extra, "meta.json"), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2, ensure_ascii=False)
+    return path
