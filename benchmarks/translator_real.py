@@ -61,6 +61,7 @@ from keras_attn import decoding  # noqa: E402
 from keras_attn.models.translator import compile_translator, initialize_output_bias  # noqa: E402
 from keras_attn.models.translator.transformer import TransformerTranslator  # noqa: E402
 from keras_attn.training import cli  # noqa: E402
+from keras_attn.training.runner import model_config  # noqa: E402
 from keras_attn.training.tasks.translator import data as tdata  # noqa: E402
 from keras_attn.training.tasks.translator import modeling  # noqa: E402
 from keras_attn.training.tasks.translator.decoding import translate_texts  # noqa: E402
@@ -373,7 +374,10 @@ def main(argv=None):
 
     results = []
     for runner in runners:
-        row = {"system": runner.name, "parameters": runner.parameters, "steps": runner.steps,
+        # The model's own arguments, so a description on the page can be checked
+        # against what ran (the tutorial's model is a plain functional one: none).
+        row = {"system": runner.name, "model": model_config(runner.model),
+               "parameters": runner.parameters, "steps": runner.steps,
                "train_seconds": runner.seconds, "seconds_per_step": runner.seconds / runner.steps,
                "steps_per_second": runner.steps / runner.seconds,
                "tokens_per_second": runner.tokens / runner.seconds, "curve": runner.curve}

@@ -7,7 +7,7 @@ translators' folder holds their preprocessor too. Imports point one way:
 """
 
 from keras_attn.models.dnc import DNCQA, DNCSequenceModel
-from keras_attn.models.memn2n import MemN2NQA
+from keras_attn.models.memn2n import MemN2NPreprocessor, MemN2NQA
 from keras_attn.models.ntm import NTMSequenceModel
 from keras_attn.models.pointer_net import PointerNet
 from keras_attn.models.translator import (
@@ -16,5 +16,5 @@ from keras_attn.models.translator import (
     TranslatorPreprocessor,
 )
 
-__all__ = ["DNCQA", "DNCSequenceModel", "MemN2NQA", "NTMSequenceModel", "PointerNet",
-           "TransformerTranslator", "Translator", "TranslatorPreprocessor"]
+__all__ = ["DNCQA", "DNCSequenceModel", "MemN2NPreprocessor", "MemN2NQA", "NTMSequenceModel",
+           "PointerNet", "TransformerTranslator", "Translator", "TranslatorPreprocessor"]

@@ -32,7 +32,7 @@ from keras_attn.training import distribution, options, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.callbacks import CtrlC, ResumeReport
 from keras_attn.training.errors import UsageError
-from keras_attn.training.task import RunMeta
+from keras_attn.training.task import RunMeta, at_kept_epoch
 
 #: `--seed` when none is given (the test suite moves it with `KERAS_ATTN_TEST_SEED`).
 DEFAULT_SEED = 0
@@ -298,13 +298,17 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
                 stop.backup_dir = resumed.backup_dir if resumed is not None else None
                 raise
         record["seconds"] = time.time() - start
+        kept_epochs = [c.kept_epoch for c in run_callbacks
+                       if getattr(c, "kept_epoch", None) is not None]
+        if kept_epochs:  # a callback restored an earlier epoch's weights
+            record["kept_epoch"] = kept_epochs[-1]
         if resumed is not None and resumed.initial_epoch:
             record["resumed_from_epoch"] = resumed.initial_epoch + 1
         if restarts == 1:
             kept = (None, run_data, model, record)
             break
         # Ties (two restarts at 0 % training error) go to the lower training loss.
-        error = (task.training_error(record), float(record["records"]["history"]["loss"][-1]))
+        error = (task.training_error(record), float(at_kept_epoch(record, "loss")))
         tried.append({"seed": run_args.seed, "training_error": error[0],
                       "training_loss": error[1], "seconds": round(record["seconds"], 1)})
         if kept is None or error < kept[0]:

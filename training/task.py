@@ -144,8 +144,8 @@ class Task(abc.ABC):
 
     def training_error(self, record: dict) -> float:
         """What `--restarts` keeps the lowest of, from `fit`'s record: by default the
-        last epoch's training loss."""
-        return float(record["records"]["history"]["loss"][-1])
+        training loss of the epoch whose weights the model keeps (`kept_epoch`)."""
+        return float(at_kept_epoch(record, "loss"))
 
     def fit_arguments(self, model, data, args) -> dict:
         """The data and epochs of `model.fit` (`x`, `y`, `validation_data`, …)."""
@@ -215,3 +215,12 @@ class Task(abc.ABC):
         `ValueError` with the message the page shows."""
         raise ValueError(f"a {self.name} export has no explore page")
 
+
+def at_kept_epoch(record, name):
+    """`fit`'s history value `name` at the epoch whose weights the model keeps: the
+    last, unless a callback restored an earlier one (`record["kept_epoch"]`, 1-based,
+    as the translator's `--patience` keeps its best validation epoch)."""
+    values = record["records"]["history"][name]
+    # A resumed fit's history starts at the epoch it resumed from.
+    index = record.get("kept_epoch", 0) - record.get("resumed_from_epoch", 1)
+    return values[index] if 0 <= index < len(values) else values[-1]

@@ -210,6 +210,17 @@ def test_the_default_ranking_matches_tf_addons_without_penalties_only(name):
     elif name == "beam_search_a0_b0.2_full":  # where even the best sequences differ
         assert not np.array_equal(_until_end(to_numpy(ours["tokens"]))[:, 0],
                                   _until_end(theirs)[:, 0])
+    # In every case, each beam's score is GNMT's `log P / lp + cp` of its own tokens
+    # and alignments, and the beams come best first.
+    alpha, beta = float(inputs["alpha"]), float(inputs["beta"])
+    log_probs, lengths = to_numpy(ours["log_probs"]), to_numpy(ours["lengths"])
+    coverage = to_numpy(ours["alignments"]).sum(axis=2)  # (B, K, T_in)
+    terms = np.log(np.maximum(np.minimum(coverage, 1.0), 1e-10))
+    terms = np.where(_mask(inputs)[:, None, :], terms, 0.0)
+    expected = log_probs / ((5.0 + lengths) / 6.0) ** alpha + beta * terms.sum(-1)
+    scores = to_numpy(ours["scores"])
+    np.testing.assert_allclose(scores, expected, rtol=1e-5, atol=1e-4)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)
 
 
 def test_ranking_is_checked():

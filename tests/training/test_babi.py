@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from keras_attn.models.memn2n.preprocessor import cased_answer, normalize, normalize_answer
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
 
@@ -36,8 +37,8 @@ def test_parses_stories_list_answers_and_supporting_ids(tmp_path):
     assert second.story[-1] == "Mary took the milk there." and len(second.story) == 3
     assert second.answer == "football,milk" and second.supporting == (1, 2)
     assert third.story_id == 1 and third.answer == "n,w" and third.supporting == (0, 1)
-    assert babi.normalize_answer(second.answer) == "football,milk"
-    assert babi.normalize(first.question) == "what is mary carrying"
+    assert normalize_answer(second.answer) == "football,milk"
+    assert normalize(first.question) == "what is mary carrying"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -171,11 +172,40 @@ def test_answers_keep_the_case_their_story_writes():
     ])
     forms = babi.surface_forms(questions)
     assert forms["jeff"] == "Jeff" and forms["fred"] == "Fred" and forms["milk"] == "milk"
-    story = ("Fred gave the football to Jeff.", "JEFF left.")
-    assert babi.cased_answer("jeff", story, forms) == "JEFF"  # the most recent use
-    assert babi.cased_answer("fred", (), forms) == "Fred"  # not in the story: the data's
-    assert babi.cased_answer("milk,football", story, forms) == "milk,football"
-    assert babi.cased_answer("zorp", story, forms) == "zorp"  # nowhere: as it is
+    story = ("Fred gave the football to Jeff.", "Mary saw JEFF.")
+    assert cased_answer("jeff", story, forms) == "JEFF"  # the most recent use
+    assert cased_answer("fred", (), forms) == "Fred"  # not in the story: the data's
+    assert cased_answer("milk,football", story, forms) == "milk,football"
+    assert cased_answer("zorp", story, forms) == "zorp"  # nowhere: as it is
+
+
+def test_a_sentence_initial_capital_is_not_the_words_form():
+    """Task 15 writes "Sheep are afraid of mice." and answers `sheep`: a sentence's
+    first word is capitalised whatever it is. Names still come back capitalised, from
+    their uses inside sentences, in questions and in answers."""
+    questions = babi.parse_babi([
+        "1 Sheep are afraid of mice.", "2 Gertrude is a sheep.",
+        "3 What is Gertrude afraid of?\tmouse\t1 2",
+        "1 Mary went to the kitchen.", "2 Where is Mary?\tkitchen\t1",
+        "1 Mary went to the garden.", "2 Who is in the garden?\tMary\t1",
+        "1 Bill grabbed the apple there.", "2 Bill gave the apple to Fred.",
+        "3 Who received the apple?\tFred\t2",
+    ])
+    forms = babi.surface_forms(questions)
+    assert forms["sheep"] == "sheep" and forms["mary"] == "Mary" and forms["fred"] == "Fred"
+    assert forms["bill"] == "Bill"  # only ever sentence-initial: that form, then
+    # Every kind of answer: a word only the first of a sentence writes, a name, a
+    # place, a list, a yes/no, a number.
+    deduction = ("Wolves are afraid of sheep.", "Sheep are afraid of cats.")
+    assert cased_answer("sheep", deduction, forms) == "sheep"
+    assert cased_answer("cat", ("Sheep are afraid of cats.",), forms) == "cat"
+    assert cased_answer("mary", ("Mary went to the garden.",), forms) == "Mary"
+    assert cased_answer("fred", ("Fred took the milk.", "Fred left."), forms) == "Fred"
+    assert cased_answer("kitchen", ("Kitchen is east of the hall.",), forms) == "kitchen"
+    assert cased_answer("apple,milk", ("Apple pie.", "Mary took the milk."),
+                             forms) == "apple,milk"
+    assert cased_answer("yes", ("Yes.",), forms) == "yes"
+    assert cased_answer("two", ("Two apples are here.",), forms) == "two"
 
 
 def test_surface_forms_round_trip_and_old_runs_have_none(tmp_path):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from keras_attn.models.batching import EndlessBatches
 from keras_attn.models.dnc import DNCQA, OutputAtStep, compile_dnc_qa
+from keras_attn.models.memn2n.preprocessor import cased_answer
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi, words
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -127,6 +128,22 @@ def test_padding_after_the_question_mark_does_not_change_the_answer():
         DNCQA(vocab_size=1)
 
 
+MEMORISING_BUDGET = 400
+
+
+class StopWhenMemorised(keras.callbacks.Callback):
+    """Stops once an epoch answers every training question right below `loss`."""
+
+    def __init__(self, loss):
+        super().__init__()
+        self.loss, self.reached = loss, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs["accuracy"] >= 1.0 and logs["loss"] < self.loss:
+            self.reached = epoch + 1
+            self.model.stop_training = True
+
+
 def test_the_model_fits_a_few_questions_and_round_trips(tmp_path):
     questions = generate_questions(1, 16, seed=3)
     vocab = words.build_vocabulary(questions)
@@ -136,13 +153,19 @@ def test_the_model_fits_a_few_questions_and_round_trips(tmp_path):
         controller_units=32), learning_rate=1e-2)
     x = words.pad(sequences, 16)
     before = model.evaluate(x, answers, verbose=0)[0]
-    model.fit(x, answers, batch_size=16, epochs=80, verbose=0)
+    chance = np.log(len(set(answers.tolist())))
+    # Trained to a criterion, not for a fixed count: how many steps memorising takes
+    # depends on the seed and the CPU's kernels (80 fixed epochs left one seed at 14
+    # of 16 on an Intel Xeon with AMX). The budget is far above what any seed needed.
+    stop = StopWhenMemorised(0.1 * chance)
+    history = model.fit(x, answers, batch_size=16, epochs=MEMORISING_BUDGET, verbose=0,
+                        callbacks=[stop])
+    assert stop.reached is not None, (
+        f"not memorised in {MEMORISING_BUDGET} epochs: {history.history['loss'][-1]:.3f}")
     loss, accuracy = model.evaluate(x, answers, verbose=0)
     # Memorised: right on nearly every question, and far more sure of it than a
     # uniform guess among the answers (log 6 = 1.79; the untrained loss is ~3.2, a
-    # guess over the whole vocabulary). A margin, not a tuned figure: over three
-    # seeds and both oneDNN settings the loss ends at 0.01-0.2.
-    chance = np.log(len(set(answers.tolist())))
+    # guess over the whole vocabulary).
     assert accuracy >= 0.9 and loss < 0.25 * chance < before, (loss, accuracy, before)
     path = str(tmp_path / "dnc.keras")
     model.save(path)
@@ -196,7 +219,7 @@ def test_export_answers_as_keras_does_where_tf_serving_loads_it(trained, tmp_pat
     # Names and places written with capitals: answers come back as the story writes them.
     questions = [dataclasses.replace(q, story=tuple(s.title() for s in q.story))
                  for q in questions]
-    answers = [babi.cased_answer(a, q.story, assets["forms"])
+    answers = [cased_answer(a, q.story, assets["forms"])
                for a, q in zip(answers, questions, strict=True)]
     stories = ["\n".join(q.story) for q in questions]
     served = session_run(trained["export"], {"story": np.array(stories),
@@ -213,7 +236,12 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
     out = _serve(trained["export"], ["", "Mary went to the kitchen.", "\n\n"],
                  ["Where is Mary?", "Zorp blick quux?", ""])
     assert np.all(np.isfinite(out["probability"].numpy()))
-    assert all(a != b"" for a in out["answer"].numpy())
+    assert all(a != b"" for a in out["answer"].numpy()[:2])
+    # Nothing asked: an empty answer of probability 0, alone in a batch too.
+    assert out["answer"].numpy()[2] == b"" and out["probability"].numpy()[2] == 0.0
+    blank = _serve(trained["export"], ["", " "], ["", "\t"])
+    assert blank["answer"].numpy().tolist() == [b"", b""]
+    assert blank["probability"].numpy().tolist() == [0.0, 0.0]
     assert_story_question_checks(lambda story, question: _serve(trained["export"], story,
                                                                 question))
 

@@ -41,6 +41,7 @@ WORDS = st.sampled_from(["a", "b", "cd", "é", "x"])
 @settings(max_examples=4, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(sources=["a", "b", "x"], target_words=1, level="word")  # every source one token
+@example(sources=["a b", "cd", "é x"], target_words=2, level="subword")
 @given(
     sources=st.lists(st.lists(WORDS, min_size=1, max_size=3).map(" ".join), min_size=3,
                      max_size=6, unique=True),
@@ -61,6 +62,10 @@ def test_translator_exports_and_serves_at_the_edges(tmp_path_factory, sources, t
     assert out["score"].numpy()[1] == out["score"].numpy()[2] == 0.0
     assert np.all(np.isfinite(out["score"].numpy()))
     assert out["alignment"].shape[0] == len(texts)
+    # A batch of only empty or blank strings, the first request many clients send.
+    blank = _serve(export, ["", "   ", "\t\n"])
+    assert [t.decode() for t in blank["translation"].numpy()] == ["", "", ""]
+    assert blank["score"].numpy().tolist() == [0.0, 0.0, 0.0]
 
 
 def test_sources_of_one_token_and_the_longest_at_max_tokens(tmp_path):

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from keras_attn.models.memn2n.preprocessor import normalize_answer
 from keras_attn.training import cli
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi
@@ -100,7 +101,7 @@ def test_answer_space_and_empty_slots_reach_the_model(tmp_path, flags, whole_voc
         ["train", "memn2n", "--data-dir", str(data), "--tasks", "1", *flags])
     prepared = task_module.prepare(args)
     vocabulary = sorted(set(prepared.vocab.index.values()) - {0})
-    answers = {prepared.vocab.index[babi.normalize_answer(q.answer)]
+    answers = {prepared.vocab.index[normalize_answer(q.answer)]
                for q in prepared.splits["train"]}
     assert (list(prepared.answer_ids) == vocabulary) == whole_vocabulary
     assert answers <= set(prepared.answer_ids)

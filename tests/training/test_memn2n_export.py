@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from keras_attn.models.memn2n.preprocessor import cased_answer
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -74,7 +75,7 @@ def test_tensorflow_only_process_matches_keras_on_100_questions(trained, tmp_pat
                           "attention": out["hop_attention"].numpy().tolist()}}))
     """, tmp_path)
     got = json.loads(out.strip().splitlines()[-1])
-    assert got["answer"] == [babi.cased_answer(a, q.story, assets["forms"])
+    assert got["answer"] == [cased_answer(a, q.story, assets["forms"])
                              for a, q in zip(answers, questions, strict=True)]
     assert sum(a.istitle() for a in got["answer"]) > 80, got["answer"]
     np.testing.assert_allclose(got["probability"], probabilities, atol=1e-5)
@@ -113,6 +114,11 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
     np.testing.assert_allclose(attention[0], 1 / 12, atol=1e-6)
     np.testing.assert_allclose(attention[3], 1 / 12, atol=1e-6)
     assert out["answer"].numpy()[1] != b""  # unknown words: an answer from the memory alone
+    # Nothing asked: an empty answer of probability 0, alone in a batch too.
+    assert out["answer"].numpy()[3] == b"" and out["probability"].numpy()[3] == 0.0
+    blank = _serve(trained["export"], ["", "  \n "], ["", "   "])
+    assert blank["answer"].numpy().tolist() == [b"", b""]
+    assert blank["probability"].numpy().tolist() == [0.0, 0.0]
     # A story longer than the memory is served as its 12 most recent sentences.
     np.testing.assert_allclose(attention[2], attention[4], atol=1e-6)
     assert out["answer"].numpy()[2] == out["answer"].numpy()[4]
@@ -201,4 +207,4 @@ def test_in_graph_answer_case_equals_training(answer, sentences):
     forms = {"jeff": "Jeff", "fred": "FRED", "a1": "A1"}
     sentences = [s.replace("\n", " ") for s in sentences]
     got = AnswerCase(forms)(tf.constant([answer]), tf.constant(["\n".join(sentences)]))
-    assert got.numpy()[0].decode() == babi.cased_answer(answer, sentences, forms)
+    assert got.numpy()[0].decode() == cased_answer(answer, sentences, forms)

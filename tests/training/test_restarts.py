@@ -147,3 +147,37 @@ def test_an_interrupted_restart_resumes_from_its_own_backup(toy, tmp_path, capsy
     assert printed.count("resuming") == 1  # the first restart trained again from its seed
     assert [r["seed"] for r in results["training"]["restarts"]] == [0, second]
     assert not os.path.exists(os.path.join(run_dir, "backup-2"))
+
+
+class KeepFirstEpoch(keras.callbacks.Callback):
+    """Restores the first epoch's weights at the end, as `--patience` keeps the best
+    validation epoch's, and says so (`kept_epoch`, 1-based)."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept_epoch = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 0:
+            self.first = self.model.get_weights()
+
+    def on_train_end(self, logs=None):
+        self.model.set_weights(self.first)
+        self.kept_epoch = 1
+
+
+def test_restarts_compare_the_weights_each_run_keeps(toy, monkeypatch):
+    """The training error of the epoch whose weights a run keeps, not the last one's:
+    the translator's `--patience` keeps its best validation epoch."""
+    monkeypatch.setattr(NoisyLineTask, "callbacks", lambda self, *a: [KeepFirstEpoch()])
+    _, model, record = runner.fit_in_process(toy, _args("--restarts", "3", "--seed", "4"))
+    assert record["kept_epoch"] == 1
+    assert all(r["training_loss"] == r["training_error"] for r in record["restarts"])
+    histories = {}
+    for r in record["restarts"]:
+        histories[r["seed"]] = r["training_error"]
+    # Each restart's figure is its first epoch's loss, which differs from its last.
+    firsts = [r["training_error"] for r in record["restarts"]]
+    lasts = [toy.trained[r["seed"]][1] for r in record["restarts"]]
+    assert firsts != lasts
+    assert record["kept_seed"] == min(histories, key=histories.get)

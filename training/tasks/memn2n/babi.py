@@ -14,16 +14,19 @@ import dataclasses
 import json
 import os
 import re
-from collections import Counter
 
 import numpy as np
 
+from keras_attn.models.memn2n import preprocessor
+from keras_attn.models.memn2n.preprocessor import (
+    memory_sentences,
+    normalize,
+    normalize_answer,
+)
 from keras_attn.models.text import Vocabulary, encode_batch
 from keras_attn.training.data import read_utf8_lines
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
-WORD = re.compile(r"[a-z0-9]+")
-WRITTEN_WORD = re.compile(r"[A-Za-z0-9]+")  # a token as written, before lower-casing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,37 +50,12 @@ class Question:
     story_id: int = 0
 
 
-def normalize(text):
-    """`"Mary moved to the bathroom."` → `"mary moved to the bathroom"`."""
-    return " ".join(WORD.findall(text.lower()))
-
-
-def normalize_answer(answer):
-    return ",".join(normalize(part).replace(" ", "_") for part in answer.split(","))
-
-
 def surface_forms(questions):
-    """`{token: the form it is most often written in}` over the stories, questions
-    and answers of `questions` (`"jeff"` → `"Jeff"`), for answers to be given back
-    as the data writes them. Ties go to the form first seen."""
-    counts = {}
-    for q in questions:
-        for text in (*q.story, q.question, *q.answer.split(",")):
-            for word in WRITTEN_WORD.findall(text):
-                counts.setdefault(word.lower(), Counter())[word] += 1
-    return {token: forms.most_common(1)[0][0] for token, forms in sorted(counts.items())}
-
-
-def cased_answer(answer, story, forms):
-    """An answer token in the case the story writes it (its most recent use), else
-    in `forms`' (`surface_forms`), else as it is; each part of a list answer
-    (`"milk,football"`) on its own."""
-    written = [w for sentence in reversed(story) for w in reversed(WRITTEN_WORD.findall(sentence))]
-    parts = []
-    for part in answer.split(","):
-        in_story = next((w for w in written if w.lower() == part), None)
-        parts.append(in_story or forms.get(part, part))
-    return ",".join(parts)
+    """`memn2n.preprocessor.surface_forms` over the stories, questions and answers of
+    `questions`."""
+    return preprocessor.surface_forms(
+        [text for q in questions for text in (*q.story, q.question)],
+        [part for q in questions for part in q.answer.split(",")])
 
 
 def save_forms(forms, path):
@@ -207,8 +185,7 @@ def vectorize(questions, vocab, memory_size, sentence_length, question_length):
     support_slots = np.full((n, max(most_supports, 1)), -1, "int32")
     for row, q in enumerate(questions):
         # Sentences without a token are dropped (as the exported graph does).
-        kept = [(i, normalize(s)) for i, s in enumerate(q.story)]
-        kept = [(i, text) for i, text in kept if text][::-1][:memory_size]
+        kept = memory_sentences(q.story, memory_size)
         if kept:
             story[row, : len(kept)] = encode_batch(vocab, [t for _, t in kept], sentence_length)
         slot_of = {i: slot for slot, (i, _) in enumerate(kept)}

@@ -6,6 +6,7 @@ import os
 
 import tensorflow as tf
 
+from keras_attn.models.memn2n.preprocessor import normalize
 from keras_attn.training import charts
 from keras_attn.training.errors import UsageError
 from keras_attn.training.export import loaded_signature
@@ -43,7 +44,7 @@ def explore(version_dir, meta, inputs):
         result["notes"] = ["The DNC's export returns the answer and its probability; its "
                            "read weightings are not among its outputs."]
         return result
-    sentences = [s.strip() for s in story.split("\n") if babi.normalize(s)]
+    sentences = [s.strip() for s in story.split("\n") if normalize(s)]
     memory = int(meta.settings["memory_size"])
     kept = sentences[::-1][:memory]  # most recent first, as the memory holds them
     attention = out["hop_attention"].numpy()[0][:, : len(kept)]

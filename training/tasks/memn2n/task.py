@@ -21,6 +21,7 @@ from keras_attn.choices import (
     MEMN2N_WEIGHT_TYINGS,
 )
 from keras_attn.models.memn2n import MemN2NQA, MemN2NSchedule, compile_memn2n, with_attention
+from keras_attn.models.memn2n.preprocessor import cased_answer, normalize_answer
 from keras_attn.models.text import Vocabulary
 from keras_attn.training import distribution
 from keras_attn.training.arguments import (
@@ -31,7 +32,7 @@ from keras_attn.training.arguments import (
     probability,
 )
 from keras_attn.training.errors import UsageError
-from keras_attn.training.task import Task
+from keras_attn.training.task import Task, at_kept_epoch
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import KINDS, generate_questions, kind_number
 
@@ -212,7 +213,7 @@ def prepared(splits, names, source, args):
     if args.answer_space == "vocabulary":
         answers = range(1, max(vocab.index.values()) + 1)  # every id but padding
     else:
-        answers = sorted({vocab.index[babi.normalize_answer(q.answer)] for q in splits["train"]})
+        answers = sorted({vocab.index[normalize_answer(q.answer)] for q in splits["train"]})
     return MemN2NQuestions(splits=splits, names=names, source=source, vocab=vocab,
                            sentence_length=sentence_length, question_length=question_length,
                            answer_ids=tuple(answers))
@@ -261,7 +262,7 @@ def failed_tasks(errors):
 def error_figures(answers, questions):
     """Per-task accuracy and error of `answers` (tokens), their mean and the failed
     tasks (> 5 %)."""
-    correct = np.array([a == babi.normalize_answer(q.answer)
+    correct = np.array([a == normalize_answer(q.answer)
                         for a, q in zip(answers, questions, strict=True)])
     tasks = np.array([q.task for q in questions])
     out = {"tasks": {}}
@@ -448,7 +449,7 @@ class MemN2NTask(Task):
     def training_error(self, record):
         # The paper's rule is the training error: the share of training questions
         # the last epoch answered wrong (with its random noise, as the paper trained).
-        return 1.0 - float(record["records"]["history"]["accuracy"][-1])
+        return 1.0 - float(at_kept_epoch(record, "accuracy"))
 
     def save_assets(self, run_dir, data, meta):
         data.vocab.save(os.path.join(run_dir, "vocab.json"))
@@ -494,8 +495,8 @@ class MemN2NTask(Task):
         answers, probs = self.answer(model, assets["vocab"], meta.settings, sample)[:2]
         print("sample answers (held-out):")
         for q, a, p in zip(sample, answers, probs, strict=True):
-            mark = "✓" if a == babi.normalize_answer(q.answer) else "✗"
-            written = babi.cased_answer(a, q.story, assets["forms"])
+            mark = "✓" if a == normalize_answer(q.answer) else "✗"
+            written = cased_answer(a, q.story, assets["forms"])
             print(f"  {' '.join(q.story[-3:])} … {q.question} → {written} ({p:.2f}) {mark}")
 
     def export_archive(self, model, meta, assets):

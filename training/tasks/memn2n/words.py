@@ -2,7 +2,7 @@
 
 One question is one sequence: the story's statements, oldest first, each
 followed by `.`, then the question followed by `?`; the answer is read at the
-`?`. Words are `babi.normalize`'s tokens. A story longer than
+`?`. Words are `memn2n.preprocessor.normalize`'s tokens. A story longer than
 `max_story_words` keeps its most recent words (the oldest sentence kept may
 lose its start), as the export does.
 """
@@ -13,8 +13,8 @@ import keras
 import numpy as np
 
 from keras_attn.models.batching import varied_first
+from keras_attn.models.memn2n.preprocessor import normalize, normalize_answer
 from keras_attn.models.text import Vocabulary
-from keras_attn.training.tasks.memn2n import babi
 
 SENTENCE_END, QUESTION_MARK = ".", "?"
 
@@ -23,19 +23,19 @@ def tokens_of(question, max_story_words):
     """The word sequence of one `babi.Question`; the last token is the `?`."""
     story = []
     for sentence in question.story:
-        words = babi.normalize(sentence).split()
+        words = normalize(sentence).split()
         if words:  # a statement without a word is dropped, as in the memory network
             story += words + [SENTENCE_END]
-    return story[-max_story_words:] + babi.normalize(question.question).split() + [QUESTION_MARK]
+    return story[-max_story_words:] + normalize(question.question).split() + [QUESTION_MARK]
 
 
 def build_vocabulary(questions):
     """Every word of the stories, questions and answers, and `.` and `?`."""
     texts = [f"{SENTENCE_END} {QUESTION_MARK}"]
     for q in questions:
-        texts.extend(babi.normalize(s) for s in q.story)
-        texts.append(babi.normalize(q.question))
-        texts.append(babi.normalize_answer(q.answer))
+        texts.extend(normalize(s) for s in q.story)
+        texts.append(normalize(q.question))
+        texts.append(normalize_answer(q.answer))
     return Vocabulary.build(texts, level="word")
 
 
@@ -43,7 +43,7 @@ def encode(questions, vocab, max_story_words):
     """(one int32 id array per question, answer ids `(n,)`); unknown words are `[UNK]`."""
     sequences = [np.asarray(vocab.encode(" ".join(tokens_of(q, max_story_words))), "int32")
                  for q in questions]
-    answers = np.array([vocab.index.get(babi.normalize_answer(q.answer), 1) for q in questions],
+    answers = np.array([vocab.index.get(normalize_answer(q.answer), 1) for q in questions],
                        "int32")
     return sequences, answers
 

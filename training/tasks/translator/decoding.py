@@ -82,7 +82,7 @@ class TranslationProgress(keras.callbacks.Callback):
         self.data, self.settings, self.limit, self.samples = data, settings, limit, samples
         self.patience = patience
         self.history = []
-        self.best = self.best_epoch = self.best_weights = None
+        self.best = self.best_epoch = self.best_weights = self.kept_epoch = None
 
     def on_epoch_end(self, epoch, logs=None):
         pairs = self.data.splits["validation"][: self.limit]
@@ -116,3 +116,5 @@ class TranslationProgress(keras.callbacks.Callback):
         if self.best_weights is not None and last != self.best_epoch:
             print(f"keeping epoch {self.best_epoch}'s weights (the best validation figure)")
             self.model.set_weights(self.best_weights)
+            # The runner reads this: `--restarts` compares the weights each run keeps.
+            self.kept_epoch = self.best_epoch

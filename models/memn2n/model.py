@@ -12,14 +12,19 @@ halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.
 import numbers
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attn.choices import MEMN2N_POSITION_ENCODING_FORMS
 from keras_attn.memory import MemN2N
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.memn2n.preprocessor import MemN2NPreprocessor
 
 _PACKAGE = "keras_attn_models"
+
+# The input sizes without a preprocessor, when not given.
+INPUT_SIZES = {"memory_size": 50, "sentence_length": 12, "question_length": 12}
 
 
 
@@ -85,6 +90,13 @@ class MemN2NQA(ConfiguredModel):
             padded width + 1 (their sentences carry one more word, the time
             word), or `"paper"`, over each sentence's own length.
 
+        preprocessor: a `MemN2NPreprocessor`: the vocabulary, the input sizes and
+            the answer ids come from it (`answer_space`: every word, or the answers
+            seen in training), and the model takes text: `fit(x={"story": stories,
+            "question": questions}, y=answers)`, `generate(stories, questions)` →
+            the answers, `export(path)` → the served SavedModel.
+        answer_space: with a preprocessor, `"vocabulary"` or `"seen"`.
+
     Example:
 
     >>> from keras_attn.models.memn2n import MemN2NQA
@@ -96,12 +108,40 @@ class MemN2NQA(ConfiguredModel):
 
     INTEGER_FLOORS = {"seed": 0}
 
-    def __init__(self, vocab_size: int, answer_ids, memory_size: int = 50,
-                 sentence_length: int = 12, question_length: int = 12,
+    @classmethod
+    def resolve_arguments(cls, arguments):
+        preprocessor = arguments.get("preprocessor")
+        if preprocessor is None:
+            missing = [n for n in ("vocab_size", "answer_ids") if arguments[n] is None]
+            if missing:
+                raise ValueError("MemN2NQA needs `vocab_size` and `answer_ids`, or a "
+                                 "`preprocessor` to read them from; received none for "
+                                 f"{', '.join(f'`{m}`' for m in missing)}.")
+            return {**arguments, **{name: value for name, value in INPUT_SIZES.items()
+                                    if arguments[name] is None}}
+        if not isinstance(preprocessor, MemN2NPreprocessor):
+            raise ValueError("`preprocessor` must be a MemN2NPreprocessor; received "
+                             f"{type(preprocessor).__name__}.")
+        derived = {"vocab_size": len(preprocessor.vocabulary),
+                   "answer_ids": tuple(preprocessor.answer_ids(arguments["answer_space"])),
+                   "memory_size": preprocessor.memory_size,
+                   "sentence_length": preprocessor.sentence_length,
+                   "question_length": preprocessor.question_length}
+        for name, value in derived.items():
+            given = arguments[name]
+            if given is not None and (tuple(given) if name == "answer_ids" else given) != value:
+                raise ValueError(f"`{name}` must match the preprocessor's ({value}) or be left "
+                                 f"out; received {given!r}.")
+        return {**arguments, **derived}
+
+    def __init__(self, vocab_size: int | None = None, answer_ids=None,
+                 memory_size: int | None = None, sentence_length: int | None = None,
+                 question_length: int | None = None,
                  embedding_dim: int = 20, hops: int = 3, weight_tying="adjacent",
                  position_encoding=True, position_encoding_form="code",
                  temporal_encoding=True, empty_slots="zero", random_noise=0.1,
-                 linear_start=True, seed: int = 0, **kwargs):
+                 linear_start=True, seed: int = 0, preprocessor=None,
+                 answer_space="vocabulary", **kwargs):
         if position_encoding_form not in MEMN2N_POSITION_ENCODING_FORMS:
             raise ValueError(
                 f"`position_encoding_form` must be one of {MEMN2N_POSITION_ENCODING_FORMS}; "
@@ -132,6 +172,83 @@ class MemN2NQA(ConfiguredModel):
         answer = CandidateLogits(answer_ids, vocab_size, name="answer")(logits)
         kwargs.setdefault("name", "memn2n_qa")
         super().__init__({"story": story, "question": question}, answer, **kwargs)
+
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
+        """With no arguments, the paper's: SGD at 0.01 on the summed cross-entropy,
+        each weight's gradient clipped to norm 40 (`compile_memn2n`); add
+        `MemN2NSchedule()` to `fit`'s callbacks for linear start and the halvings."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.SGD(0.01, clipnorm=40.0)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                              reduction="sum")
+        if metrics == "auto":
+            metrics = ["accuracy"]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built and self.optimizer is not None:
+            self.optimizer.build(self.trainable_variables)
+
+    def _require_preprocessor(self, what):
+        if getattr(self, "preprocessor", None) is None:
+            raise ValueError(
+                f"To {what}, the model needs a preprocessor: build it with `MemN2NQA("
+                "preprocessor=MemN2NPreprocessor.from_texts(stories, questions, answers))`; "
+                "this one has none (it takes ids).")
+        return self.preprocessor
+
+    def _from_text(self, x, y):
+        if isinstance(x, dict) and any(isinstance(v, (list, tuple)) and v
+                                       and not isinstance(v[0], (int, float, np.generic))
+                                       for v in x.values()):
+            preprocessor = self._require_preprocessor("train on text")
+            if set(x) != {"story", "question"}:
+                raise ValueError("`x` must be `{'story': stories, 'question': questions}`; "
+                                 f"received the keys {sorted(x)}.")
+            ids = preprocessor.encode(x["story"], x["question"])
+            return ids, (None if y is None else preprocessor.encode_answers(y))
+        return x, y
+
+    def fit(self, x=None, y=None, validation_data=None, **kwargs):
+        x, y = self._from_text(x, y)
+        if isinstance(validation_data, (list, tuple)) and len(validation_data) == 2:
+            validation_data = self._from_text(*validation_data)
+        return super().fit(x, y, validation_data=validation_data, **kwargs)
+
+    def evaluate(self, x=None, y=None, **kwargs):
+        x, y = self._from_text(x, y)
+        return super().evaluate(x, y, **kwargs)
+
+    def generate(self, stories, questions, batch_size=256):
+        """The answers to `questions` about `stories` (one story a question: a list of
+        sentences, or a string with a sentence a line), written as the story writes
+        them; an empty or blank question gets an empty answer."""
+        preprocessor = self._require_preprocessor("answer text")
+        logits = self.predict(preprocessor.encode(stories, questions), batch_size=batch_size,
+                              verbose=0)
+        return preprocessor.decode(np.argmax(logits, axis=-1), stories, list(questions))
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """Writes the served SavedModel to `filepath` (TensorFlow backend):
+        `serving_default(story, question)` → `answer`, `probability`,
+        `hop_attention` (`models.memn2n.export`); `assets.extra/` holds what
+        `keras-attn predict` and `explore` read."""
+        if format != "tf_saved_model" or input_signature is not None or kwargs:
+            raise ValueError("a memory network's export takes `story` and `question` strings "
+                             f"as a tf_saved_model; received format={format!r}"
+                             + (f" and {sorted(kwargs) or ['input_signature']}"
+                                if input_signature is not None or kwargs else "") + ".")
+        from keras_attn.models.memn2n.export import serving_archive, write_assets
+
+        preprocessor = self._require_preprocessor("export a SavedModel that takes text")
+        serving_archive(with_attention(self), preprocessor).write_out(filepath, verbose=False)
+        write_assets(self, preprocessor, filepath)
+        if verbose:
+            print(f"Saved the memory network's serving SavedModel to {filepath}")
+        return filepath
 
 
 def with_attention(model):

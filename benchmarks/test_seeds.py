@@ -1,0 +1,64 @@
+"""Training tests across seeds and oneDNN settings: a table of which pass.
+
+A test that asserts a learned figure must hold on any seed and CPU, not only on the
+suite's default seed. This reruns the given tests (pytest node ids) once per seed
+(`KERAS_ATTN_TEST_SEED`) and oneDNN setting (`TF_ENABLE_ONEDNN_OPTS`), two at a time,
+and writes each outcome and duration to JSON:
+
+    python benchmarks/test_seeds.py --seeds 0-9 \\
+        tests/training/test_dnc_babi.py::test_the_model_fits_a_few_questions_and_round_trips
+"""
+
+import argparse
+import itertools
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from results_io import default_path, write_results
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def seeds(text):
+    first, _, last = text.partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+def run(test, seed, onednn):
+    env = {**os.environ, "KERAS_ATTN_TEST_SEED": str(seed), "TF_ENABLE_ONEDNN_OPTS": onednn,
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    start = time.time()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p",
+                           "no:cacheprovider", test], cwd=ROOT, env=env, capture_output=True,
+                          text=True)
+    failure = [line for line in done.stdout.splitlines() if line.startswith("E ")][:3]
+    return {"test": test, "seed": seed, "onednn": onednn, "passed": done.returncode == 0,
+            "seconds": round(time.time() - start, 1), "failure": failure}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tests", nargs="+", help="pytest node ids")
+    parser.add_argument("--seeds", type=seeds, default=seeds("0-9"), help="e.g. 0-9")
+    parser.add_argument("--onednn", default="0,1", help="TF_ENABLE_ONEDNN_OPTS values")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--output", default=default_path("test_seeds"))
+    args = parser.parse_args()
+    cases = list(itertools.product(args.tests, args.seeds, args.onednn.split(",")))
+    with ThreadPoolExecutor(args.workers) as pool:
+        rows = list(pool.map(lambda case: run(*case), cases))
+    for row in rows:
+        print(f"{row['test'].rsplit('::', 1)[-1][:60]:<60} seed {row['seed']} oneDNN "
+              f"{row['onednn']}: {'pass' if row['passed'] else 'FAIL'} ({row['seconds']} s)"
+              + (f"  {row['failure'][0]}" if row["failure"] else ""))
+    write_results({"benchmark": "test_seeds", "machine": {
+        "cpus": os.cpu_count(), "platform": platform.platform(),
+        "processor": platform.processor()}, "config": vars(args), "rows": rows}, args.output)
+
+
+if __name__ == "__main__":
+    main()
