@@ -37,6 +37,7 @@ Prints the figures and writes JSON (`--output`).
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import tempfile
@@ -286,6 +287,11 @@ def export_only(args):
               **text_scores(hypotheses, references),
               "samples": [list(x) for x in zip(sources[:5], hypotheses[:5], strict=True)],
               "command": " ".join(["python", "benchmarks/translator_real.py", *sys.argv[1:]])}
+    # What ran: the export's own record of its model, settings, data and training.
+    with open(os.path.join(version, "assets.extra", "meta.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    result["run"] = {key: meta.get(key) for key in ("name", "config", "settings", "data",
+                                                    "training")}
     print(f"{version}: {len(hypotheses)} test pairs through the SavedModel in {seconds:.0f} s:")
     print(f"  BLEU {result['bleu']:.2f} (sacreBLEU's default: cased, 13a), chrF "
           f"{result['chrf']:.2f}; lower-cased BLEU {result['bleu_lowercase']:.2f}; "
