@@ -53,9 +53,24 @@ class ConfiguredModel(keras.Model):
                             "`keras.Model`; name them otherwise.")
         cls.__init__ = _recording_arguments(cls.__init__, cls.INTEGER_FLOORS)
 
-    def call(self, inputs, training=None, mask=None, **kwargs):
-        _refuse_float_ids(self.inputs, inputs)
-        return super().call(inputs, training=training, mask=mask, **kwargs)
+    # Keras casts an integer input's floats to integers without a word (1.7 → 1):
+    # fractional ids given as arrays are refused where they enter.
+    def __call__(self, *args, **kwargs):
+        if args:
+            _refuse_fractional_ids(self.inputs, args[0])
+        return super().__call__(*args, **kwargs)
+
+    def fit(self, x=None, *args, **kwargs):
+        _refuse_fractional_ids(self.inputs, x)
+        return super().fit(x, *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        _refuse_fractional_ids(self.inputs, x)
+        return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        _refuse_fractional_ids(self.inputs, x)
+        return super().predict(x, *args, **kwargs)
 
     @classmethod
     def resolve_arguments(cls, arguments):
@@ -153,21 +168,21 @@ def _from_json(value):
     return value
 
 
-def _refuse_float_ids(declared, given):
-    """`ValueError` where an integer input (token ids) is given as floats: Keras would
-    cast `1.7` to `1` without a word."""
+def _refuse_fractional_ids(declared, given):
+    """`ValueError` where an integer input (token ids) is given as a NumPy array of
+    floats that are not whole numbers: Keras would cast `1.7` to `1` without a word.
+    (Whole-number floats cast exactly; tensors are left to Keras.)"""
     if isinstance(given, dict):
         pairs = [(spec, given.get(spec.name)) for spec in declared]
+    elif isinstance(given, (list, tuple)) and len(given) == len(declared):
+        pairs = list(zip(declared, given, strict=True))
     else:
-        flat = keras.tree.flatten(given)
-        pairs = zip(declared, flat, strict=True) if len(flat) == len(declared) else []
+        pairs = [(declared[0], given)] if len(declared) == 1 else []
     for spec, value in pairs:
-        dtype = getattr(value, "dtype", None)
-        if dtype is None or "int" not in str(spec.dtype):
+        if not isinstance(value, np.ndarray) or "int" not in str(spec.dtype):
             continue
-        dtype = keras.backend.standardize_dtype(dtype)
-        if "float" in dtype:
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value) & (value == np.round(value))):
             raise ValueError(
-                f"`{spec.name}` holds integer ids, so it must be an integer array; received "
-                f"{dtype}. Cast it (`.astype('int32')`): a float id such as 1.7 would be "
-                "truncated to 1.")
+                f"`{spec.name}` holds integer ids; received {value.dtype} values that are not "
+                "whole numbers (such as 1.7, which would be truncated to 1). Give integer ids "
+                "(`.astype('int32')` of the ids you meant).")
