@@ -13,7 +13,7 @@ from keras import ops
 from keras_attn.models.batching import BucketedBatches
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
-from keras_attn.models.text import PAD_ID
+from keras_attn.models.text import END_ID, PAD_ID
 from keras_attn.models.translator.generation import generator, translate
 from keras_attn.models.translator.preprocessor import TranslatorPreprocessor
 
@@ -48,6 +48,8 @@ class Seq2SeqModel(ConfiguredModel):
     * `fit(x=sources, y=targets)` and `evaluate` take lists (or arrays) of strings
       when the model has a preprocessor, or a `tf.data.Dataset` of
       `(source, target)` string batches; they are cut into length-bucketed batches.
+      The first `fit` on lists of text starts the output bias at the targets'
+      log-frequencies (`initialize_output_bias`), as the command line does.
     * `generate(texts)` → translations; `export(path)` → the served SavedModel.
     """
 
@@ -133,9 +135,20 @@ class Seq2SeqModel(ConfiguredModel):
             raise ValueError("`x` and `y` must be lists of strings of the same length; "
                              f"received {len(sources)} sources and "
                              f"{1 if isinstance(targets, str) else len(targets)} targets.")
-        return BucketedBatches(preprocessor.encode_sources(sources),
-                               preprocessor.encode_targets(targets), batch_size or 64,
-                               window=50 if shuffle else 1, shuffle=shuffle)
+        target_ids = preprocessor.encode_targets(targets)
+        if shuffle and self._untrained():
+            # As the command line does: without it the RNN stays at the unigram on real
+            # text (`initialize_output_bias`).
+            counts = np.bincount(np.fromiter((i for ids in target_ids for i in ids), "int64"),
+                                 minlength=preprocessor.target_vocabulary_size)
+            counts[END_ID] += len(target_ids)
+            initialize_output_bias(self, counts)
+        return BucketedBatches(preprocessor.encode_sources(sources), target_ids,
+                               batch_size or 64, window=50 if shuffle else 1, shuffle=shuffle)
+
+    def _untrained(self):
+        optimizer = getattr(self, "optimizer", None)
+        return optimizer is None or int(keras.ops.convert_to_numpy(optimizer.iterations)) == 0
 
     def _require_preprocessor(self, what):
         if getattr(self, "preprocessor", None) is None:

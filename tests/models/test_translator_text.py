@@ -252,3 +252,22 @@ def test_decode_ids_is_the_id_level_decoder(trained):
     ids = trained.preprocessor.padded_sources(["tres y siete"])
     out = decode_ids(trained, ids, max_length=5)
     assert trained.preprocessor.decode(out["tokens"]) == ["Three and seven."]
+
+
+def test_the_first_fit_on_text_starts_the_output_bias_at_the_targets_frequencies():
+    """As the command line does (`initialize_output_bias`): without it the RNN stays at
+    the unigram on real text. A later fit keeps what training learnt."""
+    sources, targets = number_pairs()
+    model = Translator(preprocessor=TranslatorPreprocessor.from_texts(sources, targets,
+                                                                      level="word"))
+    model.compile(optimizer=keras.optimizers.SGD(0.0))  # the bias stays where fit put it
+    model.fit(x=sources, y=targets, batch_size=50, epochs=1, verbose=0)
+    bias = keras.ops.convert_to_numpy(model.get_layer("decoder").output_projection.bias)
+    ids = model.preprocessor.encode_targets(targets)
+    counts = np.bincount([i for row in ids for i in row], minlength=len(bias)).astype(float)
+    counts[3] += len(ids)  # [END] once a sentence
+    np.testing.assert_allclose(bias, np.log((counts + 1) / (counts + 1).sum()), rtol=1e-5)
+    model.get_layer("decoder").output_projection.bias.assign(np.zeros_like(bias))
+    model.fit(x=sources, y=targets, batch_size=50, epochs=1, verbose=0)
+    assert not keras.ops.convert_to_numpy(
+        model.get_layer("decoder").output_projection.bias).any()  # trained: left alone
