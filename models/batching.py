@@ -25,8 +25,8 @@ def varied_first(batches, shapes):
     """`batches` reordered: the one of the longest padded `shapes` first and, second,
     one that differs from it in every padded length that varies at all.
 
-    Keras's TensorFlow adapter reads the first two batches to decide which axes of
-    its `tf.data` signature are variable; two equal shapes there would fix the
+    Keras's TensorFlow data adapter reads the first two batches to decide which axes
+    of its input signature are variable; two equal shapes there would fix the
     length and fail on the first other one. (The longest batch first also shows at
     once whether the largest step fits in memory.)
 
