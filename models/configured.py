@@ -72,6 +72,13 @@ class ConfiguredModel(keras.Model):
         _refuse_fractional_ids(self.inputs, x)
         return super().predict(x, *args, **kwargs)
 
+    def compile_from_config(self, config):
+        # A reloaded model compiles as it was, its own `compile` included (Keras
+        # skips a subclass's custom `compile` with a warning otherwise).
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built and self.optimizer is not None:
+            self.optimizer.build(self.trainable_variables)
+
     @classmethod
     def resolve_arguments(cls, arguments):
         """The constructor's arguments with the ones it derives filled in (a size read

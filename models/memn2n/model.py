@@ -186,11 +186,6 @@ class MemN2NQA(ConfiguredModel):
             metrics = ["accuracy"]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def compile_from_config(self, config):
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built and self.optimizer is not None:
-            self.optimizer.build(self.trainable_variables)
-
     def _require_preprocessor(self, what):
         if getattr(self, "preprocessor", None) is None:
             raise ValueError(

@@ -93,13 +93,6 @@ class Seq2SeqModel(ConfiguredModel):
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)
 
-    def compile_from_config(self, config):
-        # A reloaded model compiles as it was (Keras skips a custom `compile` with a
-        # warning otherwise).
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built and self.optimizer is not None:
-            self.optimizer.build(self.trainable_variables)
-
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         return super().compute_loss(x=x, y=y, y_pred=y_pred,
                                     sample_weight=padding_weights(y, sample_weight),
