@@ -20,7 +20,9 @@ memory of 64 × 20), and prints and writes:
 * the test figures on `--test-sequences` fresh sequences per setting, trained
   lengths and longer ones (generalisation).
 
-Copy also runs `--seeds` seeds for stability. Those runs do not stop early: each
+`--task-seeds N` trains every task of `--tasks` at seeds 0 … N-1 with its CLI defaults
+(each keeps its best validation check's weights, as the CLI does) and reports every
+seed's test figures and the worst. Copy also runs `--seeds` seeds for stability. Those runs do not stop early: each
 trains its whole `--stability-sequences`, and a run counts as diverged if its
 loss is ever non-finite or its validation bit errors, once below 0.1, end above 1.
 
@@ -82,6 +84,7 @@ def one_run(job):
     curve = record["records"]["curve"]
     result = {"task": job["task"], "seed": job["seed"], "seconds": round(record["seconds"], 1),
               "sequences": record["sequences"], "converged_at": record["converged_at"],
+              "kept": record.get("kept"),
               "nonfinite": record["diverged"], "curve": curve, "flags": job["flags"]}
     final = curve[-1]["validation_bit_errors"] if curve else float("nan")
     result["diverged"] = bool(record["diverged"] or (record["converged_at"] and final > 1.0))
@@ -109,11 +112,39 @@ def print_curve(run, every=5):
                   f"{point['validation_bit_errors']:8.3f}")
 
 
+def seed_table(task, runs):
+    """Each seed's test figures at every setting, printed, and the worst seed's."""
+    settings = list(runs[0]["test"])
+    print(f"\n{task}, CLI defaults, {len(runs)} seeds: bit errors a sequence "
+          "(data bits / end-marker bits where the task has a marker)")
+    print("  seed  converged  kept  " + "  ".join(f"{s:>18}" for s in settings))
+    rows = []
+    for run in sorted(runs, key=lambda r: r["seed"]):
+        reached, kept = run["converged_at"], run.get("kept") or {}
+        cells = []
+        for setting in settings:
+            entry = run["test"][setting]
+            cells.append(f"{entry['bit_errors']:7.3f}" + (
+                f" ({entry['data_bit_errors']:.2f}/{entry['marker_errors']:.2f})"
+                if "marker_errors" in entry else ""))
+        print(f"  {run['seed']:>4}  {reached['sequences'] if reached else '-':>9}  "
+              f"{kept.get('sequences', '-'):>5}  " + "  ".join(f"{c:>18}" for c in cells))
+        rows.append({"seed": run["seed"], "converged_at": reached and reached["sequences"],
+                     "kept_at": kept.get("sequences"), "sequences": run["sequences"],
+                     "seconds": run["seconds"], "test": run["test"]})
+    worst = {s: max(r["test"][s]["bit_errors"] for r in rows) for s in settings}
+    print("  worst " + "  ".join(f"{s}: {v:.3f}" for s, v in worst.items()))
+    return {"runs": rows, "worst_bit_errors": worst}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(TASK_NAMES), default="ntm")
     parser.add_argument("--tasks", help="comma-separated (default: all of the model's)")
     parser.add_argument("--seeds", type=int, default=10, help="copy stability runs")
+    parser.add_argument("--task-seeds", type=int, default=1,
+                        help="train every task of --tasks at seeds 0 … N-1 with its CLI "
+                             "defaults and report each seed's test figures and the worst")
     parser.add_argument("--stability-sequences", type=int, default=25_000)
     parser.add_argument("--test-sequences", type=int, default=10_000)
     parser.add_argument("--mixed-precision-steps", type=int, default=1000)
@@ -133,6 +164,9 @@ def main():
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
     jobs = [{"task": t, "seed": 0, "flags": budget + task_flags,
              "test_sequences": args.test_sequences} for t in tasks]
+    jobs += [{"task": t, "seed": seed, "flags": budget + task_flags, "seed_run": True,
+              "test_sequences": args.test_sequences}
+             for t in tasks for seed in range(1, args.task_seeds)]
     if "copy" in tasks:
         stability = ["--patience", "0", "--sequences",
                      str(args.sequences or args.stability_sequences)]
@@ -179,6 +213,10 @@ def main():
               f"errors {main_run['curve'][-1]['validation_bit_errors']:.3f}")
         print(f"  anchor: {PAPER[f'{args.model}-{task}']}")
         result["tasks"][task] = main_run
+        if args.task_seeds > 1:
+            result["tasks"][task]["seeds"] = seed_table(
+                task, [r for r in runs if r["task"] == task and not r["mixed_precision"]
+                       and not r["stability"]])
     if "copy" in tasks:
         copies = [r for r in runs if r["task"] == "copy" and not r["mixed_precision"]]
         converged = [r for r in copies if r["converged_at"]]

@@ -21,6 +21,13 @@ from keras_attn import _validation
 META_FORMAT = 2
 
 
+def check_export_backend():
+    """Refuses to write a SavedModel off the TensorFlow backend, saying how to get it."""
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError("A SavedModel is written on the TensorFlow backend; this process "
+                           f"runs {keras.backend.backend()!r} (set KERAS_BACKEND=tensorflow).")
+
+
 class ConfiguredModel(keras.Model):
     """Base of the zoo's models: the constructor's arguments are the config.
 

@@ -4,8 +4,10 @@ The one implementation of the bAbI text rules: tokens are the lowercase `[a-z0-9
 runs of a sentence (everything else separates them); the memory holds the most
 recent sentences that have a token, most recent first; an answer is written back in
 the case its story (or, failing that, the training data) writes it. Training data,
-`generate`, the command line and the exported graph (`models.memn2n.export`, the
-same rules with TensorFlow string ops, held equal by property tests) use it.
+`generate`, the command line and the exported graph (the graph methods below, with
+`models.memn2n.text_graph`: the same rules in TensorFlow string ops, held equal by
+property tests) use it. TensorFlow is imported only there, where text becomes ids
+in a graph.
 """
 
 import re
@@ -131,6 +133,7 @@ class MemN2NPreprocessor(keras.layers.Layer):
         object.__setattr__(self, "vocabulary", Vocabulary(vocabulary, "word"))
         object.__setattr__(self, "forms", dict(forms or {}))
         object.__setattr__(self, "answers", tuple(answers))
+        object.__setattr__(self, "_graph", {})
 
     @classmethod
     def from_texts(cls, stories, questions, answers, memory_size=50, **kwargs):
@@ -204,6 +207,48 @@ class MemN2NPreprocessor(keras.layers.Layer):
             else:
                 out.append(cased_answer(self.vocabulary.tokens[int(i)], story, self.forms))
         return out
+
+    # The graph side (TensorFlow, imported only here): the same rules with
+    # `models.memn2n.text_graph`, for the exported SavedModels.
+
+    def serving_signature(self):
+        """The `tf.TensorSpec`s of `serving_default(story, question)`."""
+        from keras_attn.models.text_graph import text_signature
+
+        return text_signature("story", "question")
+
+    def graph_resources(self):
+        """The graph's word table and answer forms, made once (an export tracks them)."""
+        if not self._graph:
+            from keras_attn.models.memn2n.text_graph import AnswerCase
+            from keras_attn.models.text_graph import lookup_table
+
+            self._graph["table"] = lookup_table(self.vocabulary.tokens)
+            self._graph["answer_case"] = AnswerCase(self.forms)
+        return self._graph["table"], self._graph["answer_case"]
+
+    def graph_inputs(self, story, question):
+        """`tf.string [B]` stories and questions → `(story, question, ids)`: both
+        checked as one batch of 1-D strings, and the model's input ids (as `encode`)."""
+        from keras_attn.models.memn2n import text_graph
+
+        table, _ = self.graph_resources()
+        story, question = text_graph.same_batch(story, question)
+        ids = {"story": text_graph.story_memory(story, table, self.memory_size,
+                                                self.sentence_length),
+               "question": text_graph.question_ids(question, table, self.question_length)}
+        return story, question, ids
+
+    def graph_answers(self, logits, story, question):
+        """Answer logits `[B, V]` → `{"answer", "probability"}` in the graph, as
+        `decode` writes them (an empty or blank question: `""`, probability 0)."""
+        import tensorflow as tf
+
+        from keras_attn.models.memn2n.text_graph import answer_of
+
+        _, answer_case = self.graph_resources()
+        answers = tf.constant(self.vocabulary.tokens)
+        return answer_of(logits, answers, answer_case, story, question)
 
     def get_config(self):
         config = super().get_config()

@@ -1,7 +1,8 @@
 """The translators' served SavedModel (TensorFlow backend).
 
 `serving_default(text)`: `text` `tf.string [batch]`, raw; tokenised in the graph by
-the model's `TranslatorPreprocessor`; returns `translation` (`tf.string`), `score`
+the model's `TranslatorPreprocessor` (its graph methods, the only code here that
+touches strings); returns `translation` (`tf.string`), `score`
 (`float32`, the decoder's ranking score) and `alignment` (`float32 [batch, out_len,
 in_len]`). An empty or whitespace-only string gives an empty translation (score 0),
 a batch of only such strings included; a `text` that is not 1-D is refused with
@@ -12,10 +13,8 @@ import json
 import os
 
 import keras
-import tensorflow as tf
 
-from keras_attn.models.configured import META_FORMAT
-from keras_attn.models.serving_ops import assert_batch_of_strings, is_blank
+from keras_attn.models.configured import META_FORMAT, check_export_backend
 from keras_attn.models.translator.generation import decode_ids
 
 
@@ -28,33 +27,27 @@ def serving_archive(model, preprocessor, beam_width=1, length_penalty=0.0, max_l
         beam_width, length_penalty: the served decoder.
         max_length: decoding steps (default `preprocessor.max_target_length − 1`).
     """
-    if keras.backend.backend() != "tensorflow":
-        raise RuntimeError("A SavedModel is written on the TensorFlow backend; this process "
-                           f"runs {keras.backend.backend()!r} (set KERAS_BACKEND=tensorflow).")
+    check_export_backend()
     max_steps = int(max_length or preprocessor.max_target_length - 1)
     # Built outside the endpoint, so that the archive tracks them.
     source_table, target_table = preprocessor.lookup_tables()
 
     def serve(text):
-        text = assert_batch_of_strings("text", text)
-        empty = is_blank(text)
-        ids = preprocessor(text)
-        out = decode_ids(model, ids, max_steps, beam_width=beam_width,
+        text, blank = preprocessor.served_text(text)
+        out = decode_ids(model, preprocessor(text), max_steps, beam_width=beam_width,
                          length_penalty=float(length_penalty))
-        translation = preprocessor.detokenize(out["tokens"])
         return {
-            "translation": tf.where(empty, tf.constant(""), translation),
-            "score": tf.where(empty, 0.0, tf.cast(out["scores"], tf.float32)),
-            "alignment": tf.cast(out["alignments"], tf.float32),
+            "translation": preprocessor.detokenize(out["tokens"], blank=blank),
+            "score": keras.ops.where(blank, 0.0, keras.ops.cast(out["scores"], "float32")),
+            "alignment": keras.ops.cast(out["alignments"], "float32"),
         }
 
     export = keras.export.ExportArchive()
     export.track(model)
     export.track(source_table)
     export.track(target_table)
-    export.add_endpoint(
-        "serving_default", serve, input_signature=[tf.TensorSpec([None], tf.string, name="text")]
-    )
+    export.add_endpoint("serving_default", serve,
+                        input_signature=preprocessor.serving_signature())
     return export
 
 

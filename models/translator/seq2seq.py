@@ -222,10 +222,8 @@ def _is_text(x):
     """Whether `x` is text: a list, tuple or array of strings, or a `tf.data.Dataset`
     of strings."""
     if _is_dataset(x):
-        import tensorflow as tf
-
         specs = keras.tree.flatten(x.element_spec)
-        return bool(specs) and all(s.dtype == tf.string for s in specs)
+        return bool(specs) and all(getattr(s.dtype, "name", None) == "string" for s in specs)
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "USO" and x.size > 0 and isinstance(x.flat[0], (str, bytes))
     return isinstance(x, (list, tuple)) and len(x) > 0 and isinstance(x[0], str)

@@ -256,7 +256,7 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 def test_in_graph_word_sequence_equals_training(trained, sentences, question):
     import tensorflow as tf
 
-    from keras_attn.models import serving_ops as export_lib
+    from keras_attn.models import text_graph as export_lib
     from keras_attn.training.tasks.memn2n import export as babi_export
 
     vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))

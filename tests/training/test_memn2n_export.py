@@ -137,8 +137,8 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 def test_in_graph_preprocessing_equals_training(trained, sentences, question):
     import tensorflow as tf
 
-    from keras_attn.models import serving_ops as export_lib
-    from keras_attn.models.memn2n import export as memn2n_export
+    from keras_attn.models import text_graph as export_lib
+    from keras_attn.models.memn2n import text_graph as memn2n_export
 
     vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
     meta = json.load(open(os.path.join(trained["work"], "meta.json")))["settings"]
@@ -202,7 +202,7 @@ def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
 def test_in_graph_answer_case_equals_training(answer, sentences):
     import tensorflow as tf
 
-    from keras_attn.training.tasks.memn2n.export import AnswerCase
+    from keras_attn.models.memn2n.text_graph import AnswerCase
 
     forms = {"jeff": "Jeff", "fred": "FRED", "a1": "A1"}
     sentences = [s.replace("\n", " ") for s in sentences]

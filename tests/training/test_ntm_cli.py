@@ -188,3 +188,39 @@ def test_example_uses_the_given_params_and_draws_the_rest():
     assert x.shape[1] == 4 + 2 + 4 * params["repeats"] + 1
     with pytest.raises(ValueError, match="`items` must be an integer ≥ 2"):
         inputs.example(ntm.SPECS["ntm-associative-recall"], 0, items=1)
+
+
+def test_the_run_keeps_the_weights_of_its_best_check(tmp_path, monkeypatch, capsys):
+    # Scripted validation errors 5, 1, 3 (a late RMSprop spike): the exported and
+    # evaluated model must be the second check's, not the last.
+    scripted, seen = iter([5.0, 1.0, 3.0]), []
+    real = ntm.errors_and_cost
+
+    def scripted_errors(model, x, y, **kwargs):  # the checks' (the test figures: real)
+        errors, cost, markers = real(model, x, y, **kwargs)
+        script = next(scripted, None)
+        if script is None:
+            return errors, cost, markers
+        seen.append([np.array(w) for w in model.get_weights()])
+        return np.full_like(errors, script), cost, markers
+
+    monkeypatch.setattr(ntm, "errors_and_cost", scripted_errors)
+    work = str(tmp_path / "work")
+    cli.main(["train", "ntm-copy", *SMALL, "--sequences", "12", "--check-every", "4",
+              "--test-sequences", "2", "--patience", "0", "--work-dir", work])
+    assert len(seen) == 3
+    assert "kept the weights of the best check: 8 sequences" in capsys.readouterr().out
+    from keras_attn.training import runner
+
+    _, model, _, _ = runner.load_run(work)
+    assert not all(np.array_equal(a, b) for a, b in zip(seen[1], seen[2], strict=True))
+    for saved, kept in zip(model.get_weights(), seen[1], strict=True):
+        np.testing.assert_array_equal(saved, kept)
+
+
+def test_monitor_ranks_checks_by_errors_then_cost():
+    monitor = ntm.Monitor(target=0.1, patience=0)
+    for errors, cost in ((3.0, 9.0), (1.0, 8.0), (1.0, 7.0), (2.0, 1.0)):
+        monitor.record({"validation_bit_errors": errors, "validation_cost_bits": cost,
+                        "train_cost_bits": 1.0})
+    assert (monitor.best["validation_bit_errors"], monitor.best["validation_cost_bits"]) == (1, 7)

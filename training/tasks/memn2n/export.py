@@ -9,17 +9,10 @@ and tokenised in the graph as training does (`words.tokens_of` for the DNC).
 
 import tensorflow as tf
 
+from keras_attn.models.configured import check_export_backend
 from keras_attn.models.memn2n import MemN2NPreprocessor, with_attention
-from keras_attn.models.memn2n.export import (
-    AnswerCase,
-    answer_of,
-    check_backend,
-    normalize_words,
-    same_batch,
-    serving_archive,
-    story_question_archive,
-)
-from keras_attn.models.serving_ops import lookup_table
+from keras_attn.models.memn2n.export import serving_archive, story_question_archive
+from keras_attn.models.memn2n.text_graph import normalize_words, same_batch
 
 
 def word_sequence(story, question, table, max_story_words):
@@ -51,19 +44,19 @@ def dnc_archive(model, vocab, settings, forms=None):
     `serving_default(story, question)` as the memory network's; returns `answer`
     (the most probable word, cased as `AnswerCase` says) and its `probability`.
     """
-    check_backend()
-    table = lookup_table(vocab.tokens)
-    answers = tf.constant(vocab.tokens)
-    answer_case = AnswerCase(forms or {})
+    check_export_backend()
+    preprocessor = MemN2NPreprocessor(vocab.tokens, forms or {}, memory_size=1)
+    table, _ = preprocessor.graph_resources()
     max_story_words = int(settings["max_story_words"])
 
     def serve(story, question):
         story, question = same_batch(story, question)
         ids, step = word_sequence(story, question, table, max_story_words)
-        return answer_of(model({"words": ids, "answer_step": step}), answers, answer_case,
-                          story, question)
+        return preprocessor.graph_answers(model({"words": ids, "answer_step": step}),
+                                          story, question)
 
-    return story_question_archive((model, table, answer_case.forms), serve)
+    return story_question_archive((model, *preprocessor.graph_resources()), serve,
+                                  preprocessor)
 
 
 def run_preprocessor(vocab, settings, forms=None):

@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from keras_attn.models.ntm import with_weightings
-from keras_attn.models.serving_ops import assert_rank
+from keras_attn.models.text_graph import assert_rank
 
 
 def archive(model, settings):

@@ -8,7 +8,9 @@ Every batch is generated from the seed (`algorithmic`), so there is no dataset
 to ship and no epoch: training runs until `--sequences` have been seen,
 checking the mean bit errors on a fixed validation set every `--check-every`
 sequences, and stops early once they have stayed below `--target-errors` for
-`--patience` checks in a row. The learning curve (cost and bit errors against
+`--patience` checks in a row. The model keeps the weights of its best check (the
+fewest validation bit errors), not the last: RMSprop's late spikes would otherwise
+decide what is exported. The learning curve (cost and bit errors against
 sequences seen) is saved with the run.
 """
 
@@ -311,19 +313,27 @@ def training_batch(task, seed, batch_size, check, index, progress=1.0):
 
 
 class Monitor:
-    """The learning curve, one point a check, and the stop rule: converged for
-    `patience` checks in a row, or a loss that is not finite."""
+    """The learning curve, one point a check; the best check so far (fewest
+    validation bit errors, then the lower validation cost), whose weights the run
+    keeps; and the stop rule: converged for `patience` checks in a row, or a loss
+    that is not finite."""
 
     def __init__(self, target, patience):
         self.target, self.patience = target, patience
         self.curve, self.converged_at, self.diverged, self._streak = [], None, False, 0
+        self.best, self.improved = None, False
 
     def record(self, point):
-        """Adds a point; returns whether to stop."""
+        """Adds a point; returns whether to stop (`improved`: whether it is the best)."""
         self.curve.append(point)
         finite = math.isfinite(point["train_cost_bits"]) and math.isfinite(
             point["validation_cost_bits"])
         self.diverged = self.diverged or not finite
+        rank = (point["validation_bit_errors"], point["validation_cost_bits"])
+        self.improved = finite and (self.best is None or rank < (
+            self.best["validation_bit_errors"], self.best["validation_cost_bits"]))
+        if self.improved:
+            self.best = point
         below = point["validation_bit_errors"] < self.target
         self._streak = self._streak + 1 if below else 0
         if below and self.converged_at is None:
@@ -388,6 +398,8 @@ class BitSequenceTask(Task):
                      "validation_cost_bits": float(np.mean(cost)),
                      "seconds": time.time() - start}
             stop = monitor.record(point)
+            if monitor.improved:  # RMSprop spikes late in training: keep the best check's
+                best_weights = [np.array(w) for w in model.get_weights()]
             bar.update(point["sequences"],
                        [("validation_bit_errors", point["validation_bit_errors"])],
                        finalize=stop or check == checks - 1)
@@ -398,13 +410,18 @@ class BitSequenceTask(Task):
             if stop:
                 break
         seen = monitor.curve[-1]["sequences"] if monitor.curve else 0
-        reached = monitor.converged_at
+        reached, best = monitor.converged_at, monitor.best
         print(f"validation bit errors < {args.target_errors} first after "
               f"{reached['sequences']} sequences" if reached else
               f"validation bit errors never < {args.target_errors}"
               + ("; stopped: the loss was not finite" if monitor.diverged else ""))
+        if best is not None and best is not monitor.curve[-1]:
+            model.set_weights(best_weights)
+            print(f"kept the weights of the best check: {best['sequences']} sequences, "
+                  f"validation bit errors {best['validation_bit_errors']:.3f} (the last: "
+                  f"{monitor.curve[-1]['validation_bit_errors']:.3f})", flush=True)
         return {"sequences": seen, "converged_at": reached, "diverged": monitor.diverged,
-                "records": {"curve": monitor.curve}}
+                "kept": best, "records": {"curve": monitor.curve}}
 
     def settings(self, args, data, model):
         return {"architecture": self.spec.architecture, "seed": args.seed,

@@ -1,7 +1,9 @@
-"""The TensorFlow operations of the exported graphs: text to ids and back, input checks.
+"""The preprocessors' string handling in a TensorFlow graph: text to ids and back.
 
-Imported only where a model is exported or a preprocessor tokenises in a graph
-(TensorFlow is imported here, never by the layer library). The text operations
+The graph half of `keras_attn.models.text`, imported only by a preprocessor's
+graph methods (and the command line's exports), when text becomes ids in a
+`tf.data` pipeline or a SavedModel: the one place of `models/` that uses TensorFlow,
+as keras-hub's preprocessors do; the models and layers use `keras.ops`. The text operations
 repeat `keras_attn.models.text` token for token (property tests check it):
 code-point, space-separated word or WordPiece tokens, `[UNK]` for unseen ones,
 padding and truncation to the trained maximum; inputs are expected in NFC, as
@@ -43,6 +45,11 @@ def assert_batch_of_strings(name, value):
     rank fails with "`name` must be a 1-D string tensor of shape [batch]")."""
     value = assert_rank(value, 1, f"`{name}` must be a 1-D string tensor of shape [batch]")
     return tf.reshape(value, [-1])
+
+
+def text_signature(*names):
+    """The `tf.TensorSpec`s of a text endpoint: one `tf.string [batch]` per name."""
+    return [tf.TensorSpec([None], tf.string, name=name) for name in names]
 
 
 def is_blank(text):
