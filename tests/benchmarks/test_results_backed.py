@@ -51,23 +51,6 @@ def found(figure, percent, values):
 
 SECTIONS = sections()
 
-#: Headline figures known to have no result file, each said so on the page. The test
-#: fails if another appears, and if one of these is found in a JSON (then it leaves
-#: this list): the gaps are counted, not hidden.
-KNOWN_UNBACKED = {
-    "Attention layers": (["0.984", "0.980", "0.998", "0.997"],
-                         "the JSON holds a later run on another machine than the table"),
-    "Memory network (MemN2N)": (["17.7%"], "task 2's three CLI runs were printed only"),
-    "Translator on real language": (["25.15", "23.21"],
-                                    "the small-corpus exports' files were overwritten"),
-}
-
-
-def known_unbacked(title):
-    return next((figures for prefix, (figures, _) in KNOWN_UNBACKED.items()
-                 if title.startswith(prefix)), [])
-
-
 def test_the_page_has_sections():
     assert len(SECTIONS) >= 10
 
@@ -81,8 +64,4 @@ def test_each_section_names_its_json_and_holds_its_headline_figures(title):
               for v in numbers(json.loads((RESULTS / name).read_text(encoding="utf-8")))]
     missing = [f"{figure}{percent}" for figure, percent in BOLD_NUMBER.findall(body)
                if not found(figure, percent, values)]
-    assert missing == known_unbacked(title), (
-        f"section {title!r}: bold figures in none of {named}: {missing}; known to be "
-        f"unbacked: {known_unbacked(title)}")
-    if missing:
-        assert "no result file" in body, f"section {title!r} must say which figures lack one"
+    assert missing == [], f"section {title!r}: bold figures in none of {named}: {missing}"
