@@ -232,9 +232,15 @@ class AttentionWrapperCell(keras.layers.Layer):
             else inputs
         )
         cell_kwargs = {"training": training} if self.cell._call_has_training_arg else {}
+        # Inside a `keras.layers.RNN(wrapper)` the user built, nobody made the wrapped
+        # cell's dropout masks before the loop: the cell makes them in this step, and
+        # they are dropped after it (a fresh mask a step), never cached across graphs.
+        masks_made_here = training and getattr(self.cell, "_dropout_mask", None) is None
         cell_output, new_cell_states = self.cell(
             cell_inputs, cell_states if n > 1 else cell_states[0], **cell_kwargs
         )
+        if masks_made_here:
+            self._reset_cell_dropout()
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
         attention_kwargs = (
@@ -264,6 +270,18 @@ class AttentionWrapperCell(keras.layers.Layer):
         ]
         return output, new_states
 
+    def _prepare_cell_dropout(self, step_input, state, training):
+        """Makes the wrapped cell's dropout masks (a Keras `DropoutRNNCell`'s) for one
+        sequence, outside the recurrent loop."""
+        if training and hasattr(self.cell, "get_dropout_mask"):
+            self.cell.get_dropout_mask(step_input)
+            self.cell.get_recurrent_dropout_mask(state)
+
+    def _reset_cell_dropout(self):
+        if hasattr(self.cell, "reset_dropout_mask"):
+            self.cell.reset_dropout_mask()
+            self.cell.reset_recurrent_dropout_mask()
+
     @property
     def parallel_over_time(self):
         """Whether `call_sequence` can attend for every step at once: nothing that
@@ -286,9 +304,20 @@ class AttentionWrapperCell(keras.layers.Layer):
             training: whether dropout is active.
         """
         if not self.parallel_over_time:
-            return keras.layers.RNN(self, return_sequences=True)(
-                inputs, initial_state=list(states), training=training
-            )
+            # The wrapped cell's dropout masks are made here, once for the sequence
+            # (Keras's RNN makes them only for the cell it is given, this wrapper):
+            # made inside the loop, they would be cached tensors of the loop's graph.
+            n = self.num_cell_states
+            step = inputs[:, 0]
+            if self.input_feeding:
+                step = ops.concatenate([step, ops.cast(states[n], step.dtype)], axis=-1)
+            self._prepare_cell_dropout(step, states[0], training)
+            try:
+                return keras.layers.RNN(self, return_sequences=True)(
+                    inputs, initial_state=list(states), training=training
+                )
+            finally:
+                self._reset_cell_dropout()
         n = self.num_cell_states
         memory, keys, mask = states[n + 2 :]
         # A fresh wrapper each call: it holds no weights (the cell has them), and

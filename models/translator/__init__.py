@@ -17,15 +17,18 @@ from keras_attn.models.translator.rnn import (
 )
 from keras_attn.models.translator.seq2seq import (
     Seq2SeqModel,
+    SequenceCrossEntropy,
     compile_translator,
     initialize_output_bias,
     padding_weights,
     sequence_loss,
 )
 from keras_attn.models.translator.transformer import TransformerTranslator
+from keras_attn.models.translator.word_dropout import WordDropout
 
 __all__ = [
     "END_ID", "PAD_ID", "START_ID", "UNK_ID", "Generator", "Seq2SeqModel",
+    "SequenceCrossEntropy", "WordDropout",
     "TransformerTranslator", "Translator", "TranslatorDecoder", "TranslatorEncoder",
     "TranslatorPreprocessor", "compile_translator", "decode_ids", "initialize_output_bias",
     "make_attention", "padding_weights", "sequence_loss", "translate",

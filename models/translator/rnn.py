@@ -14,6 +14,7 @@ from keras_attn import _validation
 from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.models.text import PAD_ID
 from keras_attn.models.translator.seq2seq import Seq2SeqModel
+from keras_attn.models.translator.word_dropout import WordDropout
 
 
 def _rnn_layer(kind, units, **kwargs):
@@ -196,6 +197,8 @@ class Translator(Seq2SeqModel):
             the attention's scoring layer, the attentional vector `ã_t`.
         input_feeding: feed `ã_{t−1}` to the decoder with the next token.
         dropout: on the RNNs' inputs, in `[0, 1)`.
+        word_dropout: the probability of replacing a source token by `[UNK]` while
+            training (`WordDropout`), in `[0, 1)`.
         preprocessor: a `TranslatorPreprocessor`, or `None` to train on ids.
 
     Example:
@@ -212,8 +215,10 @@ class Translator(Seq2SeqModel):
                  target_vocab_size: int | None = None, attention="bahdanau", rnn="gru",
                  embedding_dim: int = 64, encoder_units: int = 64, decoder_units: int = 128,
                  attention_units: int = 128, attention_layer_size: int = 128,
-                 input_feeding=True, dropout=0.0, preprocessor=None, **kwargs):
+                 input_feeding=True, dropout=0.0, word_dropout=0.0, preprocessor=None,
+                 **kwargs):
         _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
+        _validation.check_number("word_dropout", word_dropout, low_inclusive=True, high=1.0)
         if attention not in TRANSLATOR_ATTENTIONS:
             raise ValueError(
                 f"`attention` must be one of {TRANSLATOR_ATTENTIONS}; received {attention!r}."
@@ -242,7 +247,9 @@ class Translator(Seq2SeqModel):
             dropout=dropout,
             name="decoder",
         )
-        memory, mask, cell_states = encoder(source)
+        source_ids = WordDropout(word_dropout, name="word_dropout")(source) if word_dropout \
+            else source
+        memory, mask, cell_states = encoder(source_ids)
         logits = decoder(target_in, memory, mask, cell_states)
         kwargs.setdefault("name", "translator")
         super().__init__({"source": source, "target_in": target_in}, logits, **kwargs)

@@ -10,6 +10,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn.models.batching import BucketedBatches
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
@@ -27,11 +28,52 @@ def padding_weights(y, sample_weight=None):
     return ops.cast(ops.not_equal(y, PAD_ID), "float32")
 
 
-def sequence_loss():
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class SequenceCrossEntropy(keras.losses.Loss):
+    """Per-token cross-entropy from logits, with optional label smoothing.
+
+    With smoothing ε (Szegedy et al. 2016) over the `V` target ids, the target of a
+    token `y` is `(1 − ε) · onehot(y) + ε / V`, so
+
+        ℓ = −(1 − ε) · log p_y − (ε / V) · Σ_k log p_k.
+
+    It keeps a model from growing its logits without bound on a few thousand
+    pairs (Sennrich & Zhang 2019 use ε = 0.1-0.2 there). `ε = 0` is plain
+    sparse cross-entropy.
+
+    Args:
+        label_smoothing: ε, in `[0, 1)`.
+        reduction: Keras's; `"mean_with_sample_weight"` divides the summed loss by
+            the sum of the weights (`sequence_loss`).
+    """
+
+    def __init__(self, label_smoothing=0.0, reduction="mean_with_sample_weight",
+                 name="sequence_cross_entropy", **kwargs):
+        super().__init__(reduction=reduction, name=name, **kwargs)
+        self.label_smoothing = _validation.check_number(
+            "label_smoothing", label_smoothing, low_inclusive=True, high=1.0)
+
+    def call(self, y_true, y_pred):
+        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)
+        ids = ops.expand_dims(ops.cast(y_true, "int32"), -1)
+        nll = -ops.squeeze(ops.take_along_axis(log_probs, ids, axis=-1), -1)
+        if not self.label_smoothing:
+            return nll
+        uniform = -ops.mean(log_probs, axis=-1)
+        return (1.0 - self.label_smoothing) * nll + self.label_smoothing * uniform
+
+    def get_config(self):
+        return {**super().get_config(), "label_smoothing": self.label_smoothing}
+
+
+def sequence_loss(label_smoothing=0.0):
     """Cross-entropy per real target token: summed over the tokens, divided by the sum
     of their weights (`"mean_with_sample_weight"`), as NMT toolkits and TF-Addons'
     `sequence_loss` report it. Keras's default `"sum_over_batch_size"` would divide
-    by every position, padded or not, so the figure would shrink with the padding."""
+    by every position, padded or not, so the figure would shrink with the padding.
+    `label_smoothing`: `SequenceCrossEntropy`'s ε."""
+    if label_smoothing:
+        return SequenceCrossEntropy(label_smoothing)
     return keras.losses.SparseCategoricalCrossentropy(
         from_logits=True, reduction="mean_with_sample_weight")
 
@@ -83,11 +125,18 @@ class Seq2SeqModel(ConfiguredModel):
         name (with `None`: the names, any values)."""
         return {}
 
-    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
+                label_smoothing=0.0, **kwargs):
+        """Keras's `compile`; `"auto"` gives the defaults above, and `label_smoothing`
+        (ε) the `"auto"` loss's smoothing (`SequenceCrossEntropy`)."""
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(DEFAULT_LEARNING_RATE, clipnorm=5.0)
         if loss == "auto":
-            loss = sequence_loss()
+            loss = sequence_loss(label_smoothing)
+        elif label_smoothing:
+            raise ValueError("`label_smoothing` sets the smoothing of the 'auto' loss; with "
+                             "your own `loss`, give it there (received label_smoothing="
+                             f"{label_smoothing!r} and loss={loss!r}).")
         if weighted_metrics == "auto":
             weighted_metrics = [keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")]
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
@@ -236,13 +285,15 @@ def _pair(validation_data):
     return validation_data
 
 
-def compile_translator(model, learning_rate=DEFAULT_LEARNING_RATE, jit_compile="auto"):
-    """`model.compile()`'s defaults with this learning rate (a number or a schedule),
-    the optimizer's variables built at once (`compile_with_built_optimizer`)."""
+def compile_translator(model, learning_rate=DEFAULT_LEARNING_RATE, jit_compile="auto",
+                       label_smoothing=0.0):
+    """`model.compile()`'s defaults with this learning rate (a number or a schedule)
+    and label smoothing, the optimizer's variables built at once
+    (`compile_with_built_optimizer`)."""
     return compile_with_built_optimizer(
         model,
         optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
-        loss=sequence_loss(),
+        loss=sequence_loss(label_smoothing),
         weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
         jit_compile=jit_compile,
     )

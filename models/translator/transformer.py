@@ -21,6 +21,7 @@ import keras_attn
 from keras_attn import _validation
 from keras_attn.models.text import PAD_ID
 from keras_attn.models.translator.seq2seq import Seq2SeqModel
+from keras_attn.models.translator.word_dropout import WordDropout
 
 
 class _Block(keras.layers.Layer):
@@ -367,6 +368,8 @@ class TransformerTranslator(Seq2SeqModel):
         num_heads, num_layers, feedforward_dim: of every block; `num_layers`
             blocks each side.
         dropout: on embeddings, attention weights and residual branches, in `[0, 1)`.
+        word_dropout: the probability of replacing a source token by `[UNK]` while
+            training (`WordDropout`), in `[0, 1)`.
         max_wavelength: the sinusoids' longest wavelength (the paper's 10000).
         rope_max_wavelength: if set, every attention also rotates its queries and
             keys by position (RoPE, Su et al. 2021) with this longest wavelength.
@@ -390,8 +393,9 @@ class TransformerTranslator(Seq2SeqModel):
                  target_vocab_size: int | None = None, max_target_length: int | None = None,
                  model_dim: int = 64, num_heads: int = 4, num_layers: int = 1,
                  feedforward_dim: int = 256, dropout=0.0, max_wavelength=10000.0,
-                 rope_max_wavelength=None, preprocessor=None, **kwargs):
+                 rope_max_wavelength=None, word_dropout=0.0, preprocessor=None, **kwargs):
         _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
+        _validation.check_number("word_dropout", word_dropout, low_inclusive=True, high=1.0)
         _validation.check_number("max_wavelength", max_wavelength)
         _validation.check_number("rope_max_wavelength", rope_max_wavelength, allow_none=True)
         if model_dim % num_heads:
@@ -419,7 +423,9 @@ class TransformerTranslator(Seq2SeqModel):
         decoder = TransformerDecoder(
             target_vocab_size, max_length=max_target_length - 1, name="decoder", **sizes
         )
-        memory, mask = encoder(source)
+        source_ids = WordDropout(word_dropout, name="word_dropout")(source) if word_dropout \
+            else source
+        memory, mask = encoder(source_ids)
         logits = decoder(target_in, memory, mask)
         kwargs.setdefault("name", "transformer")
         super().__init__({"source": source, "target_in": target_in}, logits, **kwargs)

@@ -157,3 +157,53 @@ def test_a_cell_state_of_the_wrong_width_is_named():
     with pytest.raises(ValueError, match=r"`cell_state\[0\]` must have 8 features, the cell's "
                                          r"state size; received shape \(2, 6\)"):
         cell.get_initial_state(memory, cell_state=np.zeros((2, 6), "float32"))
+
+
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_a_cell_with_dropout_trains_in_a_compiled_model_twice(rng, input_feeding):
+    # The wrapped cell's dropout masks were made inside the recurrent loop and cached:
+    # the second compiled call (TensorFlow) used a tensor of the first one's graph.
+    memory = rng.normal(size=(4, 6, 12)).astype("float32")
+    inputs = rng.normal(size=(4, 5, 7)).astype("float32")
+    cell = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(12, dropout=0.3, recurrent_dropout=0.2),
+        keras_attn.BahdanauAttention(8), memory_size=12, attention_layer_size=10,
+        input_feeding=input_feeding)
+
+    class Decoder(keras.layers.Layer):
+        def call(self, x, memory, training=None):
+            states = cell.get_initial_state(memory)
+            return cell.call_sequence(x, states, training=training)
+
+    x_in, m_in = keras.Input((5, 7)), keras.Input((6, 12))
+    model = keras.Model([x_in, m_in], keras.layers.Dense(1)(Decoder()(x_in, m_in)))
+    model.compile("adam", "mse")
+    target = np.zeros((4, 5, 1), "float32")
+    for _ in range(2):  # two fits: two traced graphs
+        history = model.fit([inputs, memory], target, epochs=2, batch_size=2, verbose=0)
+        assert np.all(np.isfinite(history.history["loss"]))
+    # Inference: no dropout, the same output twice.
+    first, second = model.predict([inputs, memory], verbose=0), model.predict(
+        [inputs, memory], verbose=0)
+    np.testing.assert_array_equal(first, second)
+
+
+def test_a_cell_with_dropout_inside_a_users_rnn_trains_twice(rng):
+    memory = rng.normal(size=(4, 6, 12)).astype("float32")
+    inputs = rng.normal(size=(4, 5, 7)).astype("float32")
+    cell = keras_attn.AttentionWrapperCell(
+        keras.layers.GRUCell(12, dropout=0.3), keras_attn.BahdanauAttention(8),
+        memory_size=12, attention_layer_size=10)
+
+    class Decoder(keras.layers.Layer):
+        def call(self, x, memory, training=None):
+            return keras.layers.RNN(cell, return_sequences=True)(
+                x, initial_state=cell.get_initial_state(memory), training=training)
+
+    x_in, m_in = keras.Input((5, 7)), keras.Input((6, 12))
+    model = keras.Model([x_in, m_in], keras.layers.Dense(1)(Decoder()(x_in, m_in)))
+    model.compile("adam", "mse")
+    for _ in range(2):
+        history = model.fit([inputs, memory], np.zeros((4, 5, 1), "float32"), epochs=1,
+                            batch_size=2, verbose=0)
+        assert np.all(np.isfinite(history.history["loss"]))

@@ -134,3 +134,25 @@ def test_text_keeps_its_case_through_the_export(tmp_path):
     out = [t.decode() for t in serve(text=tf.constant(texts))["translation"].numpy()]
     assert all(t[:1].isupper() and t.endswith(".") and not t.endswith(" .") for t in out), out
     assert not any("[UNK]" in t or "##" in t for t in out), out
+
+
+def test_the_regularisation_flags_reach_the_model_and_its_loss(tmp_path, capsys):
+    import json
+
+    import keras
+
+    from keras_attn.models.translator import SequenceCrossEntropy
+    from keras_attn.training import cli
+
+    work = tmp_path / "work"
+    cli.main(["train", "translator", "--train-size", "200", "--test-size", "20",
+              "--no-tensorboard", "--epochs", "1", "--dropout", "0.1", "--word-dropout",
+              "0.2", "--label-smoothing", "0.1", "--work-dir", str(work), "--no-export"])
+    config = json.load(open(work / "meta.json"))["config"]
+    assert (config["dropout"], config["word_dropout"]) == (0.1, 0.2)
+    model = keras.saving.load_model(str(work / "model.keras"))
+    assert isinstance(model.loss, SequenceCrossEntropy) and model.loss.label_smoothing == 0.1
+    with pytest.raises(SystemExit):
+        cli.main(["train", "translator", "--help"])
+    printed = capsys.readouterr().out
+    assert "--word-dropout" in printed and "--label-smoothing" in printed

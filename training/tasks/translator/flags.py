@@ -35,7 +35,7 @@ PROFILES = {
         max_minutes=None, patience=None,
         embedding_dim=64, encoder_units=64,
         decoder_units=128, attention_units=128, model_dim=64, feedforward_dim=256,
-        num_layers=1, warmup_steps=100,
+        num_layers=1, warmup_steps=100, dropout=0.0, word_dropout=0.0, label_smoothing=0.0,
     ),
     "text": dict(
         level="subword", lowercase=False, space_punctuation=True, max_vocab="auto",
@@ -43,7 +43,7 @@ PROFILES = {
         epochs=100, max_minutes=30.0, patience=3,
         embedding_dim=256, encoder_units=256,
         decoder_units=256, attention_units=256, model_dim=256, feedforward_dim=1024,
-        num_layers=2, warmup_steps=400,
+        num_layers=2, warmup_steps=400, dropout=0.0, word_dropout=0.0, label_smoothing=0.0,
     ),
 }
 
@@ -110,13 +110,24 @@ def add_arguments(parser):
     for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units"):
         model.add_argument("--" + name.replace("_", "-"), type=positive_int,
                            help=_profile_help(name))
+    regularise = parser.add_argument_group("regularisation (both models)")
+    regularise.add_argument(
+        "--dropout", type=probability,
+        help="the RNNs' input dropout; the Transformer's on embeddings, attention and "
+        "residual branches; " + _profile_help("dropout"))
+    regularise.add_argument(
+        "--word-dropout", type=probability,
+        help="replace each source token by [UNK] with this probability while training "
+        "(Sennrich & Zhang 2019); " + _profile_help("word_dropout"))
+    regularise.add_argument(
+        "--label-smoothing", type=probability,
+        help="the loss's label smoothing ε; " + _profile_help("label_smoothing"))
     transformer = parser.add_argument_group("transformer (--model transformer)")
     transformer.add_argument("--model-dim", type=positive_int, help=_profile_help("model_dim"))
     transformer.add_argument("--num-heads", type=positive_int, default=4)
     transformer.add_argument("--num-layers", type=positive_int, help=_profile_help("num_layers"))
     transformer.add_argument("--feedforward-dim", type=positive_int,
                              help=_profile_help("feedforward_dim"))
-    transformer.add_argument("--dropout", type=probability, default=0.0)
     transformer.add_argument(
         "--max-wavelength",
         type=positive_float,

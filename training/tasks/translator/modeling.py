@@ -47,6 +47,7 @@ def build_model(args, data):
             num_layers=args.num_layers,
             feedforward_dim=args.feedforward_dim,
             dropout=args.dropout,
+            word_dropout=args.word_dropout,
             max_wavelength=args.max_wavelength,
             rope_max_wavelength=args.rope_max_wavelength or None,
         )
@@ -60,6 +61,8 @@ def build_model(args, data):
         attention_units=args.attention_units,
         attention_layer_size=args.decoder_units,
         input_feeding=args.input_feeding,
+        dropout=args.dropout,
+        word_dropout=args.word_dropout,
     )
 
 

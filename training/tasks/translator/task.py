@@ -101,7 +101,7 @@ class TranslatorTask(Task):
         train_batches, _ = data.batches
         return compile_translator(
             model, learning_rate=learning_rate(args, len(train_batches)),
-            jit_compile=jit_compile,
+            jit_compile=jit_compile, label_smoothing=args.label_smoothing,
         )
 
     def callbacks(self, model, data, args):
