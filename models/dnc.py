@@ -17,13 +17,13 @@ from keras import ops
 from keras_attn.memory import DNCCell
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel
-from keras_attn.models.ntm import bit_sequence_graph
+from keras_attn.models.ntm import BitSequenceModel, bit_sequence_graph
 
 _PACKAGE = "keras_attn_models"
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class DNCSequenceModel(ConfiguredModel):
+class DNCSequenceModel(BitSequenceModel):
     """The training model `{"sequence"} → logits` around one `DNCCell`;
     `models.ntm.with_weightings` adds the read and write weightings.
 

@@ -1,19 +1,26 @@
-"""A sequence model around `keras_attn.memory.NTMCell` for bit-vector tasks.
+"""A sequence model around `keras_attn.memory.NTMCell` for bit-vector tasks, and what
+the bit-sequence models (NTM and DNC) share from a script.
 
 `sequence (B, T, input_bits)` → logits `(B, T, output_bits)` (a sigmoid gives the
 bit probabilities). The cost is in bits per sequence: the binary cross-entropy in
 bits, summed over the steps and bits of the output part (the target's last
-channel marks those steps) and averaged over the batch.
+channel marks those steps) and averaged over the batch. `BitSequenceModel` gives
+both models `compile()` with the command line's recipe, `generate(sequences)` →
+the output bits and `export(path)` → the served SavedModel.
 """
 
 import math
 
 import keras
+import numpy as np
 from keras import ops
 
+from keras_attn import _validation
 from keras_attn.memory import NTMCell
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.configured import ConfiguredModel, check_export_backend
+
+DEFAULT_LEARNING_RATE = 3e-4  # RMSprop, momentum 0.9: the command line's default
 
 
 @keras.saving.register_keras_serializable(package="keras_attn_models")
@@ -42,8 +49,113 @@ def bit_sequence_graph(cell, input_bits, output_bits, name):
     return sequence, FirstChannels(output_bits, name="logits")(outputs)
 
 
+def check_bit_sequences(sequences, input_bits, name="sequences"):
+    """`sequences` as float32 `(batch, steps, input_bits)` (one `(steps, input_bits)`
+    sequence gets a batch axis), finite and not empty, or a `ValueError` naming the
+    layout and what was received."""
+    sequences = np.asarray(sequences, dtype="float32")
+    if sequences.ndim == 2:
+        sequences = sequences[None]
+    if sequences.ndim != 3 or sequences.shape[-1] != input_bits:
+        raise ValueError(f"{name} must be (steps, {input_bits}) or (batch, steps, "
+                         f"{input_bits}): {input_bits} channels a step, as the model was "
+                         f"trained; received shape {sequences.shape}.")
+    if sequences.shape[1] == 0:
+        raise ValueError(f"{name} has no steps (shape {sequences.shape}).")
+    if not np.all(np.isfinite(sequences)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return sequences
+
+
+class BitSequenceModel(ConfiguredModel):
+    """Base of the bit-sequence models: `{"sequence"} → logits` (a subclass takes
+    `input_bits`), with
+
+    * `compile()` with no arguments: RMSprop (3e-4, momentum 0.9, gradients clipped
+      at norm 10), the cost in bits per sequence (`bits_per_sequence`) and
+      `bit_errors`, as `keras-attn train ntm-*` trains;
+    * `generate(sequences)` → the output bits, 0 or 1, `(batch, steps, output_bits)`;
+    * `export(path)` → the served SavedModel (`serving_archive`).
+    """
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        if optimizer == "auto":
+            optimizer = keras.optimizers.RMSprop(DEFAULT_LEARNING_RATE, momentum=0.9,
+                                                 clipnorm=10.0)
+        super().compile(optimizer=optimizer,
+                        loss=bits_per_sequence if loss == "auto" else loss,
+                        metrics=[bit_errors] if metrics == "auto" else metrics, **kwargs)
+
+    def generate(self, sequences, threshold=0.5, batch_size=64):
+        """The output bits for `sequences` (`(steps, input_bits)` or a batch of
+        them): 1 where the bit's probability is above `threshold`, as `int8`."""
+        threshold = _validation.check_number("threshold", threshold, high=1.0)
+        sequences = check_bit_sequences(sequences, self.input_bits)
+        logits = self.predict(sequences, batch_size=batch_size, verbose=0)
+        return (np.asarray(logits, "float32") > math.log(threshold / (1 - threshold))
+                ).astype("int8")
+
+    def serving_archive(self, input_check=None):
+        """The served SavedModel as a `keras.export.ExportArchive` (TensorFlow backend).
+
+        `serving_default(sequence)`, `sequence` float32 `[batch, steps, input_bits]`
+        (any number of steps, longer than trained included): returns `output` (bit
+        probabilities `[batch, steps, output_bits]`), `read_weightings` and
+        `write_weightings` (`[batch, steps, heads, memory_size]`) and `valid`
+        (`[batch]`). A sequence holding NaN or an infinity is not run (`valid`
+        false, its outputs and weightings 0; the other sequences are unaffected);
+        zero steps give empty outputs. `input_check`, if given, is applied to the
+        served tensor first (the command line's export adds run-time layout checks
+        there, for clients that send other shapes).
+        """
+        check_export_backend()
+        reader = with_weightings(self)
+        output_bits = int(self.output.shape[-1])
+        read_shape, write_shape = (tuple(t.shape[2:]) for t in reader.outputs[1:])
+
+        def serve(sequence):
+            if input_check is not None:
+                sequence = input_check(sequence)
+            finite = ops.isfinite(sequence)
+            valid = ops.all(finite, axis=(1, 2))
+            clean = ops.where(finite, sequence, 0.0)
+            batch, steps = ops.shape(sequence)[0], ops.shape(sequence)[1]
+
+            def run():
+                return [ops.cast(t, "float32") for t in reader(clean)]
+
+            def nothing():
+                return [ops.zeros((batch, 0, output_bits)), ops.zeros((batch, 0, *read_shape)),
+                        ops.zeros((batch, 0, *write_shape))]
+
+            # The RNN needs a first step to trace its loop; zero steps skip it.
+            output, reads, writes = ops.cond(steps > 0, run, nothing)
+            kept = ops.cast(valid, "float32")[:, None, None]
+            return {"output": output * kept, "read_weightings": reads * kept[..., None],
+                    "write_weightings": writes * kept[..., None], "valid": valid}
+
+        archive = keras.export.ExportArchive()
+        archive.track(reader)
+        archive.add_endpoint("serving_default", serve, input_signature=[keras.InputSpec(
+            shape=(None, None, self.input_bits), dtype="float32", name="sequence")])
+        return archive
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """Writes the served SavedModel (`serving_archive`) to `filepath`."""
+        if format != "tf_saved_model" or input_signature is not None or kwargs:
+            raise ValueError("a bit-sequence model's export takes `sequence` as a "
+                             f"tf_saved_model; received format={format!r}"
+                             + (f" and {sorted(kwargs) or ['input_signature']}"
+                                if input_signature is not None or kwargs else "") + ".")
+        self.serving_archive().write_out(filepath, verbose=False)
+        if verbose:
+            print(f"Saved the bit-sequence model's serving SavedModel to {filepath}")
+        return filepath
+
+
 @keras.saving.register_keras_serializable(package="keras_attn_models")
-class NTMSequenceModel(ConfiguredModel):
+class NTMSequenceModel(BitSequenceModel):
     """The training model `{"sequence"} → logits` around one `NTMCell`;
     `with_weightings` adds the heads' weightings.
 
@@ -96,6 +208,7 @@ def with_weightings(model):
     return keras.Model(model.inputs, [ops.sigmoid(model.output), reads, writes])
 
 
+@keras.saving.register_keras_serializable(package="keras_attn_models")
 def bits_per_sequence(y_true, y_pred):
     """Per sequence: Σ over masked steps and bits of the binary cross-entropy, in bits.
 
@@ -108,6 +221,7 @@ def bits_per_sequence(y_true, y_pred):
     return ops.sum(nats * counted, axis=(1, 2)) / math.log(2.0)
 
 
+@keras.saving.register_keras_serializable(package="keras_attn_models")
 def bit_errors(y_true, y_pred):
     """Per sequence: the number of output bits wrong after thresholding at 0.5."""
     target, counted = y_true[..., :-1], y_true[..., -1:]

@@ -33,7 +33,7 @@ import keras_attn
 from keras_attn import _validation, decoding
 from keras_attn.choices import POINTER_ENCODERS
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.configured import ConfiguredModel, check_export_backend
 
 END, START = 0, 0
 _PACKAGE = "keras_attn_models"
@@ -271,6 +271,115 @@ class PointerNet(ConfiguredModel):
         kwargs.setdefault("name", "pointer_net")
         super().__init__({"points": points, "lengths": lengths, "decoder_tokens": tokens},
                          log_probs, **kwargs)
+
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", **kwargs):
+        """Keras's `compile`; `"auto"` gives the command line's recipe: Adam (1e-3,
+        gradients clipped at norm 1), the cross-entropy of the target positions
+        (steps of weight 0 are padding: `teacher_forcing` gives the weights) and
+        the step accuracy."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(1e-3, clipnorm=1.0)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if weighted_metrics == "auto":
+            weighted_metrics = [keras.metrics.SparseCategoricalAccuracy(name="step_accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
+                        **kwargs)
+
+    def generate(self, points, lengths=None, beam_width=1, select="log_prob"):
+        """The decoded outputs of point sets, as lists of point indices.
+
+        Args:
+            points: `(B, N, point_dim)` (one `(N, point_dim)` set gets a batch axis).
+            lengths: `(B,)` real points a row (default: all `N`).
+            beam_width, select: as `decode`'s (`"tour_length"`: the shortest closed
+                tour of the beam).
+
+        Returns:
+            One list of indices per row, in output order (the END and padding left out).
+        """
+        points = np.asarray(points, "float32")
+        if points.ndim == 2:
+            points = points[None]
+        out = decode(self, points, lengths, beam_width=beam_width, select=select)
+        indices = np.asarray(ops.convert_to_numpy(out["indices"]))
+        return [[int(i) for i in row if i >= 0] for row in indices]
+
+    def serving_archive(self, beam_width=1, select="log_prob", input_check=None):
+        """The served SavedModel as a `keras.export.ExportArchive` (TensorFlow backend).
+
+        Signatures:
+        - `serving_default(points, lengths)`: `points` float32 `[batch, N, D]`,
+          `lengths` int32 `[batch]` (the real points of each row; those after it
+          are padding and ignored);
+        - `all_points(points)`: every row uses all `N` points.
+
+        Both return `indices` int32 `[batch, N]` in output order, `-1` after the
+        end; `log_prob` float32 `[batch]`; `pointer` float32 `[batch, N + 1, N + 1]`,
+        each step's distribution over `[END, x_1 … x_N]`; and `valid` bool
+        `[batch]`. A row is decoded only if `1 ≤ length ≤ N` and its real points
+        are finite; otherwise `valid` is false, its indices are -1 and `log_prob`
+        and `pointer` 0, and the other rows are unaffected. `N = 0` gives
+        `[batch, 0]` indices. `input_check(points, lengths)`, if given, is applied
+        first (the command line's export adds run-time layout checks and its
+        largest trained `N` there).
+        """
+        check_export_backend()
+
+        def run(points, lengths):
+            if input_check is not None:
+                points, lengths = input_check(points, lengths)
+            lengths = ops.reshape(ops.cast(lengths, "int32"), (-1,))
+            batch, n = ops.shape(points)[0], ops.shape(points)[1]
+            real = ops.arange(n)[None, :] < lengths[:, None]
+            finite = ops.all(ops.isfinite(points), axis=-1)
+            valid = ops.logical_and(
+                ops.logical_and(lengths >= 1, lengths <= n),
+                ops.all(ops.logical_or(finite, ops.logical_not(real)), axis=1))
+            kept = ops.logical_and(real, valid[:, None])
+            clean = ops.where(kept[..., None], points, 0.0)
+            safe_lengths = ops.where(valid, lengths, 1)
+
+            def decoded():
+                out = decode(self, clean, safe_lengths, beam_width=beam_width, select=select)
+                return (ops.cast(out["indices"], "int32"), ops.cast(out["log_prob"], "float32"),
+                        ops.cast(out["pointer"], "float32"))
+
+            def nothing():
+                return (ops.zeros((batch, 0), "int32"), ops.zeros((batch,), "float32"),
+                        ops.zeros((batch, 1, 1), "float32"))
+
+            indices, log_prob, pointer = ops.cond(n > 0, decoded, nothing)
+            return {"indices": ops.where(valid[:, None], indices, -1),
+                    "log_prob": ops.where(valid, log_prob, 0.0),
+                    "pointer": pointer * ops.cast(valid, "float32")[:, None, None],
+                    "valid": valid}
+
+        def all_points(points):
+            shape = ops.shape(points)
+            return run(points, ops.full((shape[0],), shape[1], "int32"))
+
+        points_spec = keras.InputSpec(shape=(None, None, self.point_dim), dtype="float32",
+                                      name="points")
+        archive = keras.export.ExportArchive()
+        archive.track(self)
+        archive.add_endpoint("serving_default", run, input_signature=[
+            points_spec, keras.InputSpec(shape=(None,), dtype="int32", name="lengths")])
+        archive.add_endpoint("all_points", all_points, input_signature=[points_spec])
+        return archive
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               beam_width=1, select="log_prob", **kwargs):
+        """Writes the served SavedModel (`serving_archive`) to `filepath`."""
+        if format != "tf_saved_model" or input_signature is not None or kwargs:
+            raise ValueError("a pointer network's export takes `points` and `lengths` as a "
+                             f"tf_saved_model; received format={format!r}"
+                             + (f" and {sorted(kwargs) or ['input_signature']}"
+                                if input_signature is not None or kwargs else "") + ".")
+        self.serving_archive(beam_width, select).write_out(filepath, verbose=False)
+        if verbose:
+            print(f"Saved the pointer network's serving SavedModel to {filepath}")
+        return filepath
 
 
 def compile_pointer_net(model, learning_rate=1e-3, clipnorm=1.0, jit_compile=True):

@@ -3,23 +3,17 @@ or a generated example (no TensorFlow here: the task and its `predict` both use 
 
 import numpy as np
 
+from keras_attn.models.ntm import check_bit_sequences
 from keras_attn.training.errors import UsageError
 
 
 def check_sequence(sequence, input_bits, name="the sequence"):
-    """`(T, input_bits)` float32 (or a batch of them), finite and not empty."""
-    sequence = np.asarray(sequence, dtype="float32")
-    if sequence.ndim == 2:
-        sequence = sequence[None]
-    if sequence.ndim != 3 or sequence.shape[-1] != input_bits:
-        raise UsageError(f"{name} must be (steps, {input_bits}) or (batch, steps, "
-                         f"{input_bits}): {input_bits} channels a step, as the model was "
-                         f"trained; received shape {sequence.shape}.")
-    if sequence.shape[1] == 0:
-        raise UsageError(f"{name} has no steps (shape {sequence.shape}).")
-    if not np.all(np.isfinite(sequence)):
-        raise UsageError(f"{name} contains NaN or infinite values.")
-    return sequence
+    """`(T, input_bits)` float32 (or a batch of them), finite and not empty
+    (`models.ntm.check_bit_sequences`, its error as the command line's)."""
+    try:
+        return check_bit_sequences(sequence, input_bits, name)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def read_sequence(path, input_bits):
