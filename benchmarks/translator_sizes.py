@@ -10,7 +10,9 @@ The split is `translator_real.py`'s (the file's lines shuffled with seed 0, the 
 user would give `--data` a smaller file, and the task splits them into its own
 training, validation and test pairs. A system is the command's defaults with its
 flags (`SYSTEMS`, or `name=--flag value …` given to `--systems`), so a row says
-exactly what a user would type. Each export is scored through its SavedModel
+exactly what a user would type. A profile is chosen by the run's own validation
+BLEU (greedy, at the epoch it keeps: the command prints it each epoch), never by the
+held-out pairs. Each export is scored through its SavedModel
 signature as TF Serving would call it: sacreBLEU's default BLEU (cased, 13a),
 lower-cased BLEU, chrF, the share of outputs with `[UNK]`; with the minutes, the
 epochs trained and kept, and the model's configuration from the export's
@@ -20,6 +22,7 @@ epochs trained and kept, and the model's configuration from the export's
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -32,6 +35,7 @@ sys.path.insert(0, HERE)
 
 from results_io import default_path, write_results  # noqa: E402
 
+VALIDATION_LINE = re.compile(r"epoch (\d+): validation \(n=\d+, greedy\) BLEU ([0-9.]+)")
 SYSTEMS = {
     "rnn": [],
     "transformer": ["--model", "transformer"],
@@ -89,12 +93,18 @@ def one_run(size, name, flags, train_lines, test_pairs, folder, keras_attn_comma
         meta = json.load(f)
     scores, samples = score_export(version, test_pairs)
     training = meta.get("training") or {}
+    # The run's own validation split (greedy, each epoch): what a profile is chosen by.
+    validation = {int(m.group(1)): float(m.group(2)) for m in map(VALIDATION_LINE.match, printed)
+                  if m}
+    kept = training.get("kept_epoch") or max(validation, default=None)
     row = {"size": len(lines), "system": name, "flags": flags, "minutes": round(minutes, 1),
            **scores, "samples": samples, "config": meta.get("config"),
            "settings": meta.get("settings"), "training": {
                k: training.get(k) for k in ("epochs", "kept_epoch", "seconds", "stopped")},
+           "validation_bleu": validation.get(kept), "validation_curve": validation,
            "printed_data_line": next((p for p in printed if p.startswith("data:")), None)}
-    print(f"  BLEU {scores['bleu']:.2f} cased, {scores['bleu_lowercase']:.2f} lower-cased, "
+    print(f"  validation BLEU {row['validation_bleu']} (the run's own split, greedy, kept "
+          f"epoch); test: BLEU {scores['bleu']:.2f} cased, {scores['bleu_lowercase']:.2f} lower-cased, "
           f"chrF {scores['chrf']:.2f}, [UNK] {100 * scores['unk_share']:.2f} %; "
           f"{minutes:.1f} min; epochs {row['training']['epochs']}, kept "
           f"{row['training']['kept_epoch']}", flush=True)
@@ -129,10 +139,11 @@ def main(argv=None):
                 result["runs"].append(one_run(size, name, flags, train_lines, test_pairs,
                                               folder, keras_attn_command))
                 write_results(result, output, quiet=True)
-    print("\n| lines | system | BLEU (cased) | BLEU lower-cased | chrF | minutes | epochs (kept) |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| lines | system | validation BLEU | BLEU (cased) | BLEU lower-cased | chrF | "
+          "minutes | epochs (kept) |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in result["runs"]:
-        print(f"| {row['size']:,} | {row['system']} | {row['bleu']:.2f} | "
+        print(f"| {row['size']:,} | {row['system']} | {row['validation_bleu']} | {row['bleu']:.2f} | "
               f"{row['bleu_lowercase']:.2f} | {row['chrf']:.2f} | {row['minutes']} | "
               f"{row['training']['epochs']} ({row['training']['kept_epoch']}) |")
     return write_results(result, output)

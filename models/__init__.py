@@ -2,12 +2,12 @@
 
 Each family's model is a `keras.Model` subclass whose constructor arguments are
 its config (`configured.ConfiguredModel`), with its inference path beside it; the
-translators' folder holds their preprocessor too. Imports point one way:
+text families' folders hold their preprocessors too. Imports point one way:
 `training` → `models` → `keras_attn`.
 """
 
 from keras_attn.models.dnc import DNCQA, DNCSequenceModel
-from keras_attn.models.memn2n import MemN2NPreprocessor, MemN2NQA
+from keras_attn.models.memn2n import DNCQAPreprocessor, MemN2NPreprocessor, MemN2NQA
 from keras_attn.models.ntm import NTMSequenceModel
 from keras_attn.models.pointer_net import PointerNet
 from keras_attn.models.translator import (
@@ -16,5 +16,6 @@ from keras_attn.models.translator import (
     TranslatorPreprocessor,
 )
 
-__all__ = ["DNCQA", "DNCSequenceModel", "MemN2NPreprocessor", "MemN2NQA", "NTMSequenceModel",
-           "PointerNet", "TransformerTranslator", "Translator", "TranslatorPreprocessor"]
+__all__ = ["DNCQA", "DNCQAPreprocessor", "DNCSequenceModel", "MemN2NPreprocessor", "MemN2NQA",
+           "NTMSequenceModel", "PointerNet", "TransformerTranslator", "Translator",
+           "TranslatorPreprocessor"]

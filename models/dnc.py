@@ -16,7 +16,8 @@ from keras import ops
 
 from keras_attn.memory import DNCCell
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.memn2n.preprocessor import DNCQAPreprocessor
+from keras_attn.models.memn2n.story_qa import StoryQAModel
 from keras_attn.models.ntm import BitSequenceModel, bit_sequence_graph
 
 _PACKAGE = "keras_attn_models"
@@ -93,7 +94,7 @@ class OutputAtStep(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class DNCQA(ConfiguredModel):
+class DNCQA(StoryQAModel):
     """`{"words" (B, T), "answer_step" (B,)} → answer logits (B, vocab_size)`.
 
     `words` are the story's and the question's word ids, right-padded with 0;
@@ -102,9 +103,16 @@ class DNCQA(ConfiguredModel):
     lengths are padded freely.
 
     Args:
-        vocab_size: words in and out, padding included (at least 2).
+        vocab_size: words in and out, padding included (at least 2; read from
+            `preprocessor` when given).
         memory_size, memory_width, read_heads, controller_units, clip_value: as
             `DNCCell`'s; the defaults are the paper's.
+        layer_norm, bypass_dropout, temporal_links: the robust DNC's options
+            (Franke et al. 2018), as `DNCCell`'s; off by default.
+        preprocessor: a `DNCQAPreprocessor`: the model then takes text:
+            `fit(x={"story": stories, "question": questions}, y=answers)`,
+            `generate(stories, questions)` → the answers, `export(path)` → the
+            served SavedModel (`StoryQAModel`).
 
     Example:
 
@@ -113,8 +121,29 @@ class DNCQA(ConfiguredModel):
     (None, 30)
     """
 
-    def __init__(self, vocab_size: int, memory_size: int = 256, memory_width: int = 64,
-                 read_heads: int = 4, controller_units: int = 256, clip_value=20.0, **kwargs):
+    PREPROCESSOR, EXPORT_TASK = DNCQAPreprocessor, "dnc-babi"
+
+    @classmethod
+    def resolve_arguments(cls, arguments):
+        preprocessor = arguments.get("preprocessor")
+        if preprocessor is None:
+            if arguments["vocab_size"] is None:
+                raise ValueError("DNCQA needs `vocab_size`, or a `preprocessor` to read it "
+                                 "from; received neither.")
+            return arguments
+        if not isinstance(preprocessor, DNCQAPreprocessor):
+            raise ValueError("`preprocessor` must be a DNCQAPreprocessor; received "
+                             f"{type(preprocessor).__name__}.")
+        size = len(preprocessor.vocabulary)
+        if arguments["vocab_size"] not in (None, size):
+            raise ValueError(f"`vocab_size` must match the preprocessor's ({size}) or be left "
+                             f"out; received {arguments['vocab_size']!r}.")
+        return {**arguments, "vocab_size": size}
+
+    def __init__(self, vocab_size: int | None = None, memory_size: int = 256,
+                 memory_width: int = 64, read_heads: int = 4, controller_units: int = 256,
+                 clip_value=20.0, layer_norm=False, bypass_dropout=0.0, temporal_links=True,
+                 preprocessor=None, **kwargs):
         if vocab_size < 2:
             raise ValueError(f"`vocab_size` must be at least 2 (padding and a word); "
                              f"received {vocab_size}.")
@@ -127,6 +156,9 @@ class DNCQA(ConfiguredModel):
             read_heads=read_heads,
             controller_units=controller_units,
             clip_value=clip_value,
+            layer_norm=layer_norm,
+            bypass_dropout=bypass_dropout,
+            temporal_links=temporal_links,
             name="dnc_cell",
         )
         outputs = keras.layers.RNN(cell, return_sequences=True, name="dnc")(
@@ -135,6 +167,17 @@ class DNCQA(ConfiguredModel):
         logits = OutputAtStep(name="answer")(outputs, answer_step)
         kwargs.setdefault("name", "dnc_qa")
         super().__init__({"words": words, "answer_step": answer_step}, logits, **kwargs)
+
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
+        """With no arguments, the paper's (and the command line's): RMSprop 1e-4 with
+        momentum 0.9, gradients clipped at norm 10, the answer word's cross-entropy."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.RMSprop(1e-4, momentum=0.9, clipnorm=10.0)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if metrics == "auto":
+            metrics = ["accuracy"]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
 
 def compile_dnc_qa(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):

@@ -22,6 +22,11 @@ are the paper's equations, batch first (memory `(B, N, W)`, weightings
 import keras
 from keras import ops
 
+# Keras's own cells' dropout-mask protocol: `keras.layers.RNN` makes the masks of a
+# cell of this class before its loop. Not exported by Keras 3.15 (its GRU and LSTM
+# cells use it from here); nothing else would let a JAX scan draw one mask a sequence.
+from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
+
 from keras_attn import _validation
 from keras_attn.memory import addressing
 from keras_attn.ops import as_tensors
@@ -88,7 +93,7 @@ def _oneplus(x):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class DNCCell(keras.layers.Layer):
+class DNCCell(DropoutRNNCell, keras.layers.Layer):
     """A differentiable neural computer step, for `keras.layers.RNN`.
 
     An LSTM controller reads `[x_t; r_{t−1}]` and emits the interface vector:
@@ -105,6 +110,17 @@ class DNCCell(keras.layers.Layer):
         controller_units: the LSTM's size.
         clip_value: the controller output is clipped to `[−clip, clip]`
             (`None`: no clipping).
+        layer_norm: normalise the interface vector `W_ξ h` (the memory unit's
+            input) with a layer normalisation before it is split (Franke et al.
+            2018, "Robust and Scalable Differentiable Neural Computer for Question
+            Answering", §3.1).
+        bypass_dropout: dropout on the controller output where it bypasses the
+            memory (`h_t` in `W_y [h_t; r_t]`), while training; one mask a
+            sequence (Franke et al. 2018, §3.1).
+        temporal_links: keep the temporal link matrix and the forward and backward
+            read modes; `False` reads by content only and drops the `N × N` link
+            matrix (the link and precedence states become `1 × 1` and `1`), Franke
+            et al.'s content-based memory unit.
         return_weightings: also output the read weightings `(R·N)` and the
             write weighting `(N)` of the step (split them with `split_output`).
         **kwargs: standard `keras.layers.Layer` arguments.
@@ -135,9 +151,23 @@ class DNCCell(keras.layers.Layer):
         controller_units=64,
         clip_value=20.0,
         return_weightings=False,
+        layer_norm=False,
+        bypass_dropout=0.0,
+        temporal_links=True,
+        seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.layer_norm = bool(layer_norm)
+        self.bypass_dropout = _validation.check_number(
+            "bypass_dropout", bypass_dropout, low_inclusive=True, high=1.0)
+        self.temporal_links = bool(temporal_links)
+        self.seed = seed
+        # Keras's RNN makes a `DropoutRNNCell`'s masks before its loop (a mask made
+        # inside a JAX scan would leak a tracer): its "recurrent" mask is made from
+        # the first state, the controller's `h`, the shape bypass dropout needs.
+        self.dropout, self.recurrent_dropout = 0.0, self.bypass_dropout
+        self.seed_generator = keras.random.SeedGenerator(seed)
         self.units = _validation.check_integer("units", units)
         self.memory_size = _validation.check_integer("memory_size", memory_size)
         self.memory_width = _validation.check_integer("memory_width", memory_width)
@@ -156,10 +186,13 @@ class DNCCell(keras.layers.Layer):
         self.interface_dense = keras.layers.Dense(
             self._interface_size, dtype=self.dtype_policy, name="interface"
         )
+        self.interface_norm = keras.layers.LayerNormalization(
+            dtype=self.dtype_policy, name="interface_norm") if self.layer_norm else None
         self.output_dense = keras.layers.Dense(units, dtype=self.dtype_policy, name="output")
         n = memory_size
-        self.state_size = [controller_units, controller_units, (n, w), (r, w), (r, n), n, n, n,
-                           (n, n)]
+        links = n if self.temporal_links else 1
+        self.state_size = [controller_units, controller_units, (n, w), (r, w), (r, n), n, n,
+                           links, (links, links)]
         self.output_size = units + ((r + 1) * n if self.return_weightings else 0)
 
     def build(self, input_shape):
@@ -167,6 +200,8 @@ class DNCCell(keras.layers.Layer):
         reads = self.read_heads * self.memory_width
         self.controller_cell.build((input_shape[0], input_shape[-1] + reads))
         self.interface_dense.build((input_shape[0], self.controller_units))
+        if self.interface_norm is not None:
+            self.interface_norm.build((input_shape[0], self._interface_size))
         self.output_dense.build((input_shape[0], self.controller_units + reads))
         self.built = True
 
@@ -181,14 +216,16 @@ class DNCCell(keras.layers.Layer):
             zeros((batch_size, r, n), dtype),
             zeros((batch_size, n), dtype),
             zeros((batch_size, n), dtype),
-            zeros((batch_size, n), dtype),
-            zeros((batch_size, n, n), dtype),
+            zeros((batch_size, n if self.temporal_links else 1), dtype),
+            zeros((batch_size,) + ((n, n) if self.temporal_links else (1, 1)), dtype),
         ]
 
     def _interface(self, hidden):
         """Splits `W_ξ h` into the named interface parameters."""
         r, w = self.read_heads, self.memory_width
         xi = self.interface_dense(hidden)
+        if self.interface_norm is not None:
+            xi = self.interface_norm(xi)
         sizes = {
             "read_keys": r * w, "read_strengths": r, "read_modes": 3 * r, "write_key": w,
             "write_strength": 1, "erase": w, "write_vector": w, "free_gates": r,
@@ -230,17 +267,23 @@ class DNCCell(keras.layers.Layer):
         memory = addressing.write(
             memory, write[:, None], xi["erase"][:, None], xi["write_vector"][:, None]
         )
-        link = update_links(link, precedence, write)
-        precedence = update_precedence(precedence, write)
-        forward, backward = directional_weightings(link, read_weights)
         content = addressing.content_weighting(memory, xi["read_keys"], xi["read_strengths"])
-        modes = xi["read_modes"]
-        read_weights = modes[..., 0:1] * backward + modes[..., 1:2] * content
-        read_weights = read_weights + modes[..., 2:3] * forward
+        if self.temporal_links:
+            link = update_links(link, precedence, write)
+            precedence = update_precedence(precedence, write)
+            forward, backward = directional_weightings(link, read_weights)
+            modes = xi["read_modes"]
+            read_weights = modes[..., 0:1] * backward + modes[..., 1:2] * content
+            read_weights = read_weights + modes[..., 2:3] * forward
+        else:
+            read_weights = content
         reads = addressing.read(memory, read_weights)
 
         flat_reads = ops.reshape(reads, (batch, self.read_heads * self.memory_width))
-        output = self.output_dense(ops.concatenate([hidden, flat_reads], axis=-1))
+        bypass = hidden
+        if training and self.bypass_dropout > 0:
+            bypass = hidden * ops.cast(self.get_recurrent_dropout_mask(h), hidden.dtype)
+        output = self.output_dense(ops.concatenate([bypass, flat_reads], axis=-1))
         if self.return_weightings:
             output = ops.concatenate([output, ops.reshape(read_weights, (batch, -1)), write], -1)
         return output, [h, c, memory, reads, read_weights, write, usage_, precedence, link]
@@ -268,4 +311,8 @@ class DNCCell(keras.layers.Layer):
             "controller_units": self.controller_units,
             "clip_value": self.clip_value,
             "return_weightings": self.return_weightings,
+            "layer_norm": self.layer_norm,
+            "bypass_dropout": self.bypass_dropout,
+            "temporal_links": self.temporal_links,
+            "seed": self.seed,
         }

@@ -1,6 +1,7 @@
-"""The memory network for bAbI-style question answering: the model (`model`), its
-preprocessor (`preprocessor`: stories, questions and answers ↔ ids) and its served
-SavedModel (`export`), side by side."""
+"""bAbI-style question answering: the memory network (`model`), the preprocessors
+(`preprocessor`: stories, questions and answers ↔ ids, the memory network's and the
+DNC's), what both question-answering models share (`story_qa`) and their served
+SavedModel (`export`), side by side. The DNC model itself is `models.dnc.DNCQA`."""
 
 from keras_attn.models.memn2n.model import (
     CandidateLogits,
@@ -9,7 +10,13 @@ from keras_attn.models.memn2n.model import (
     compile_memn2n,
     with_attention,
 )
-from keras_attn.models.memn2n.preprocessor import MemN2NPreprocessor
+from keras_attn.models.memn2n.preprocessor import (
+    DNCQAPreprocessor,
+    MemN2NPreprocessor,
+    StoryPreprocessor,
+)
+from keras_attn.models.memn2n.story_qa import StoryQAModel
 
-__all__ = ["CandidateLogits", "MemN2NPreprocessor", "MemN2NQA", "MemN2NSchedule",
-           "compile_memn2n", "with_attention"]
+__all__ = ["CandidateLogits", "DNCQAPreprocessor", "MemN2NPreprocessor", "MemN2NQA",
+           "MemN2NSchedule", "StoryPreprocessor", "StoryQAModel", "compile_memn2n",
+           "with_attention"]

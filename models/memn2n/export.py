@@ -1,4 +1,5 @@
-"""The memory network's served SavedModel (TensorFlow backend).
+"""The bAbI question-answering models' served SavedModel (TensorFlow backend): the
+memory network's and the DNC's.
 
 `serving_default(story, question)`: each example's sentences separated by newlines,
 oldest first, and its question, both `tf.string [batch]`, turned into ids in the
@@ -28,30 +29,36 @@ def story_question_archive(tracked, serve, preprocessor):
 
 
 def serving_archive(reader, preprocessor):
-    """The bAbI QA model's `keras.export.ExportArchive` with its `MemN2NPreprocessor`;
-    `reader` is the model returning its hops' attention too (`with_attention(model)`).
+    """A bAbI QA model's `keras.export.ExportArchive` with its preprocessor (a
+    `StoryPreprocessor`): `reader` is the model (the DNC's), or returns its hops'
+    attention too (`with_attention(model)`, the memory network's).
 
     `serving_default(story, question)`: `story` holds each example's sentences
     separated by newlines, oldest first; returns `answer` (the most probable of the
-    model's candidates), its `probability` and `hop_attention`
-    `[B, hops, memory_size]` over the kept sentences, most recent first.
+    model's candidates), its `probability` and, for the memory network,
+    `hop_attention` `[B, hops, memory_size]` over the kept sentences, most recent
+    first.
     """
     check_export_backend()
 
     def serve(story, question):
         story, question, ids = preprocessor.graph_inputs(story, question)
-        logits, attention = reader(ids)
-        return (preprocessor.graph_answers(logits, story, question)
-                | {"hop_attention": keras.ops.cast(attention, "float32")})
+        outputs = reader(ids)
+        if isinstance(outputs, (list, tuple)):  # the memory network's hops too
+            logits, attention = outputs
+            return (preprocessor.graph_answers(logits, story, question)
+                    | {"hop_attention": keras.ops.cast(attention, "float32")})
+        return preprocessor.graph_answers(outputs, story, question)
 
     return story_question_archive((reader, *preprocessor.graph_resources()), serve,
                                   preprocessor)
 
 
-def write_assets(model, preprocessor, path):
+def write_assets(model, preprocessor, path, task):
     """`assets.extra/` of an export written by `model.export`, as the command line's
     exports have it: the `.keras` model, the vocabulary, the answers' forms and
-    `meta.json`, for `keras-attn predict`, `evaluate` and `explore`."""
+    `meta.json` (`task`: the command-line task it is read as), for `keras-attn
+    predict`, `evaluate` and `explore`."""
     extra = os.path.join(path, "assets.extra")
     os.makedirs(extra, exist_ok=True)
     preprocessor.vocabulary.save(os.path.join(extra, "vocab.json"))
@@ -59,10 +66,8 @@ def write_assets(model, preprocessor, path):
         json.dump(preprocessor.forms, f, ensure_ascii=False, indent=0)
     model.save(os.path.join(extra, "model.keras"))
     config = {k: v for k, v in model.get_config().items() if k != "preprocessor"}
-    settings = {"source": {"kind": "script"}, "names": {},
-                **{name: getattr(preprocessor, name)
-                   for name in ("memory_size", "sentence_length", "question_length")}}
-    meta = {"task": "memn2n", "name": model.name, "config": config, "settings": settings,
+    settings = {"source": {"kind": "script"}, "names": {}, **preprocessor.sizes()}
+    meta = {"task": task, "name": model.name, "config": config, "settings": settings,
             "data": {"source": "script"}, "training": {}, "format": META_FORMAT}
     with open(os.path.join(extra, "meta.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2, ensure_ascii=False)

@@ -12,14 +12,13 @@ halved every 25 epochs for 100 epochs, batch 32, gradients clipped to norm 40.
 import numbers
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_attn.choices import MEMN2N_POSITION_ENCODING_FORMS
 from keras_attn.memory import MemN2N
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel
 from keras_attn.models.memn2n.preprocessor import MemN2NPreprocessor
+from keras_attn.models.memn2n.story_qa import StoryQAModel
 
 _PACKAGE = "keras_attn_models"
 
@@ -72,7 +71,7 @@ class CandidateLogits(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package=_PACKAGE)
-class MemN2NQA(ConfiguredModel):
+class MemN2NQA(StoryQAModel):
     """The question-answering model: `{"story", "question"} → answer logits`.
 
     `story (B, memory_size, sentence_length)` and `question (B, question_length)`
@@ -107,6 +106,7 @@ class MemN2NQA(ConfiguredModel):
     """
 
     INTEGER_FLOORS = {"seed": 0}
+    PREPROCESSOR, EXPORT_TASK = MemN2NPreprocessor, "memn2n"
 
     @classmethod
     def resolve_arguments(cls, arguments):
@@ -186,64 +186,8 @@ class MemN2NQA(ConfiguredModel):
             metrics = ["accuracy"]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def _require_preprocessor(self, what):
-        if getattr(self, "preprocessor", None) is None:
-            raise ValueError(
-                f"To {what}, the model needs a preprocessor: build it with `MemN2NQA("
-                "preprocessor=MemN2NPreprocessor.from_texts(stories, questions, answers))`; "
-                "this one has none (it takes ids).")
-        return self.preprocessor
-
-    def _from_text(self, x, y):
-        if isinstance(x, dict) and any(isinstance(v, (list, tuple)) and v
-                                       and not isinstance(v[0], (int, float, np.generic))
-                                       for v in x.values()):
-            preprocessor = self._require_preprocessor("train on text")
-            if set(x) != {"story", "question"}:
-                raise ValueError("`x` must be `{'story': stories, 'question': questions}`; "
-                                 f"received the keys {sorted(x)}.")
-            ids = preprocessor.encode(x["story"], x["question"])
-            return ids, (None if y is None else preprocessor.encode_answers(y))
-        return x, y
-
-    def fit(self, x=None, y=None, validation_data=None, **kwargs):
-        x, y = self._from_text(x, y)
-        if isinstance(validation_data, (list, tuple)) and len(validation_data) == 2:
-            validation_data = self._from_text(*validation_data)
-        return super().fit(x, y, validation_data=validation_data, **kwargs)
-
-    def evaluate(self, x=None, y=None, **kwargs):
-        x, y = self._from_text(x, y)
-        return super().evaluate(x, y, **kwargs)
-
-    def generate(self, stories, questions, batch_size=256):
-        """The answers to `questions` about `stories` (one story a question: a list of
-        sentences, or a string with a sentence a line), written as the story writes
-        them; an empty or blank question gets an empty answer."""
-        preprocessor = self._require_preprocessor("answer text")
-        logits = self.predict(preprocessor.encode(stories, questions), batch_size=batch_size,
-                              verbose=0)
-        return preprocessor.decode(np.argmax(logits, axis=-1), stories, list(questions))
-
-    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
-               **kwargs):
-        """Writes the served SavedModel to `filepath` (TensorFlow backend):
-        `serving_default(story, question)` → `answer`, `probability`,
-        `hop_attention` (`models.memn2n.export`); `assets.extra/` holds what
-        `keras-attn predict` and `explore` read."""
-        if format != "tf_saved_model" or input_signature is not None or kwargs:
-            raise ValueError("a memory network's export takes `story` and `question` strings "
-                             f"as a tf_saved_model; received format={format!r}"
-                             + (f" and {sorted(kwargs) or ['input_signature']}"
-                                if input_signature is not None or kwargs else "") + ".")
-        from keras_attn.models.memn2n.export import serving_archive, write_assets
-
-        preprocessor = self._require_preprocessor("export a SavedModel that takes text")
-        serving_archive(with_attention(self), preprocessor).write_out(filepath, verbose=False)
-        write_assets(self, preprocessor, filepath)
-        if verbose:
-            print(f"Saved the memory network's serving SavedModel to {filepath}")
-        return filepath
+    def serving_reader(self):
+        return with_attention(self)
 
 
 def with_attention(model):

@@ -89,8 +89,121 @@ def _strings(name, texts):
     return list(texts)
 
 
+class StoryPreprocessor(keras.layers.Layer):
+    """What the bAbI-style preprocessors share: the word vocabulary, the answers' written
+    forms and the answers seen in training; answers to ids and back; the served
+    graph's answers. A subclass turns stories and questions into its model's ids
+    (`encode`, and `graph_inputs` in a graph) and says its sizes (`sizes`)."""
+
+    def __init__(self, vocabulary, forms=None, answers=(), **kwargs):
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        if isinstance(vocabulary, str) or not all(isinstance(t, str) for t in vocabulary):
+            raise ValueError("`vocabulary` must be a list of token strings; received "
+                             f"{type(vocabulary).__name__}.")
+        object.__setattr__(self, "vocabulary", Vocabulary(vocabulary, "word"))
+        object.__setattr__(self, "forms", dict(forms or {}))
+        object.__setattr__(self, "answers", tuple(answers))
+        object.__setattr__(self, "_graph", {})
+
+    @staticmethod
+    def learn(stories, questions, answers, extra_texts=()):
+        """`(stories as sentence lists, questions, vocabulary tokens, forms, seen
+        answers)` from training texts, checked (`from_texts`' first half)."""
+        stories = [_sentences(s) for s in _strings("stories", stories)]
+        questions, answers = _strings("questions", questions), _strings("answers", answers)
+        if not len(stories) == len(questions) == len(answers) or not stories:
+            raise ValueError("`stories`, `questions` and `answers` must be non-empty and of "
+                             f"the same length; received {len(stories)}, {len(questions)} and "
+                             f"{len(answers)}.")
+        texts = [*extra_texts, *(normalize(s) for story in stories for s in story)]
+        texts += [normalize(q) for q in questions] + [normalize_answer(a) for a in answers]
+        vocabulary = Vocabulary.build(texts, level="word")
+        forms = surface_forms([s for story in stories for s in story] + questions, answers)
+        seen = sorted({normalize_answer(a) for a in answers})
+        return stories, questions, vocabulary.tokens, forms, seen
+
+    @staticmethod
+    def stories_and_questions(stories, questions):
+        stories = [_sentences(s) for s in _strings("stories", stories)]
+        questions = _strings("questions", questions)
+        if len(stories) != len(questions):
+            raise ValueError("`stories` and `questions` must have the same length; received "
+                             f"{len(stories)} and {len(questions)}.")
+        return stories, questions
+
+    def encode_answers(self, answers):
+        """Answer ids `(n,)` (an unseen answer is `[UNK]`)."""
+        return np.array([self.vocabulary.index.get(normalize_answer(a), UNK_ID)
+                         for a in _strings("answers", answers)], "int32")
+
+    def answer_ids(self, answer_space="vocabulary"):
+        """The ids an answer may be: every word (`"vocabulary"`, the authors' code) or
+        the answers seen in training (`"seen"`)."""
+        if answer_space == "seen" and self.answers:
+            return [self.vocabulary.index[a] for a in self.answers if a in self.vocabulary.index]
+        if answer_space not in ("vocabulary", "seen"):
+            raise ValueError("`answer_space` must be 'vocabulary' or 'seen'; received "
+                             f"{answer_space!r}.")
+        return list(range(4, len(self.vocabulary)))
+
+    def decode(self, ids, stories, questions=None):
+        """Answer ids → the answers as their stories write them; an empty or blank
+        question's answer is empty."""
+        ids = np.asarray(keras.ops.convert_to_numpy(ids)).tolist()
+        stories = [_sentences(s) for s in stories]
+        out = []
+        for row, (i, story) in enumerate(zip(ids, stories, strict=True)):
+            if questions is not None and not questions[row].strip():
+                out.append("")
+            else:
+                out.append(cased_answer(self.vocabulary.tokens[int(i)], story, self.forms))
+        return out
+
+    def sizes(self):
+        """The sizes a model reads from this preprocessor, by argument name (and what
+        `meta.json` records of it)."""
+        return {}
+
+    # The graph side (TensorFlow, imported only here): the same rules with
+    # `models.memn2n.text_graph`, for the exported SavedModels.
+
+    def serving_signature(self):
+        """The `tf.TensorSpec`s of `serving_default(story, question)`."""
+        from keras_attn.models.text_graph import text_signature
+
+        return text_signature("story", "question")
+
+    def graph_resources(self):
+        """The graph's word table and answer forms, made once (an export tracks them)."""
+        if not self._graph:
+            from keras_attn.models.memn2n.text_graph import AnswerCase
+            from keras_attn.models.text_graph import lookup_table
+
+            self._graph["table"] = lookup_table(self.vocabulary.tokens)
+            self._graph["answer_case"] = AnswerCase(self.forms)
+        return self._graph["table"], self._graph["answer_case"]
+
+    def graph_answers(self, logits, story, question):
+        """Answer logits `[B, V]` → `{"answer", "probability"}` in the graph, as
+        `decode` writes them (an empty or blank question: `""`, probability 0)."""
+        import tensorflow as tf
+
+        from keras_attn.models.memn2n.text_graph import answer_of
+
+        _, answer_case = self.graph_resources()
+        answers = tf.constant(self.vocabulary.tokens)
+        return answer_of(logits, answers, answer_case, story, question)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("dtype", None)  # ids and strings: no float policy
+        return {**config, "vocabulary": list(self.vocabulary.tokens), "forms": self.forms,
+                "answers": list(self.answers), **self.sizes()}
+
+
 @keras.saving.register_keras_serializable(package="keras_attn_models")
-class MemN2NPreprocessor(keras.layers.Layer):
+class MemN2NPreprocessor(StoryPreprocessor):
     """Turns bAbI-style stories and questions into `MemN2NQA`'s ids, and answers back.
 
     A story is its sentences, oldest first (a list of strings, or one string with a
@@ -122,18 +235,10 @@ class MemN2NPreprocessor(keras.layers.Layer):
 
     def __init__(self, vocabulary, forms=None, memory_size=50, sentence_length=12,
                  question_length=12, answers=(), **kwargs):
-        kwargs.setdefault("trainable", False)
-        super().__init__(**kwargs)
-        if isinstance(vocabulary, str) or not all(isinstance(t, str) for t in vocabulary):
-            raise ValueError("`vocabulary` must be a list of token strings; received "
-                             f"{type(vocabulary).__name__}.")
+        super().__init__(vocabulary, forms, answers, **kwargs)
         for name, value in (("memory_size", memory_size), ("sentence_length", sentence_length),
                             ("question_length", question_length)):
             setattr(self, name, _validation.check_integer(name, value))
-        object.__setattr__(self, "vocabulary", Vocabulary(vocabulary, "word"))
-        object.__setattr__(self, "forms", dict(forms or {}))
-        object.__setattr__(self, "answers", tuple(answers))
-        object.__setattr__(self, "_graph", {})
 
     @classmethod
     def from_texts(cls, stories, questions, answers, memory_size=50, **kwargs):
@@ -145,31 +250,20 @@ class MemN2NPreprocessor(keras.layers.Layer):
             questions, answers: strings, one per story.
             memory_size: the most sentences the memory holds.
         """
-        stories = [_sentences(s) for s in _strings("stories", stories)]
-        questions, answers = _strings("questions", questions), _strings("answers", answers)
-        if not len(stories) == len(questions) == len(answers) or not stories:
-            raise ValueError("`stories`, `questions` and `answers` must be non-empty and of "
-                             f"the same length; received {len(stories)}, {len(questions)} and "
-                             f"{len(answers)}.")
-        texts = [normalize(s) for story in stories for s in story]
-        texts += [normalize(q) for q in questions] + [normalize_answer(a) for a in answers]
-        vocabulary = Vocabulary.build(texts, level="word")
+        stories, questions, tokens, forms, seen = cls.learn(stories, questions, answers)
         sentence_length = max([1] + [len(normalize(s).split()) for st in stories for s in st])
         question_length = max([1] + [len(normalize(q).split()) for q in questions])
-        forms = surface_forms([s for story in stories for s in story] + questions, answers)
-        seen = sorted({normalize_answer(a) for a in answers})
-        return cls(vocabulary.tokens, forms, memory_size=memory_size,
-                   sentence_length=sentence_length, question_length=question_length,
-                   answers=seen, **kwargs)
+        return cls(tokens, forms, memory_size=memory_size, sentence_length=sentence_length,
+                   question_length=question_length, answers=seen, **kwargs)
+
+    def sizes(self):
+        return {"memory_size": self.memory_size, "sentence_length": self.sentence_length,
+                "question_length": self.question_length}
 
     def encode(self, stories, questions):
         """`{"story": (n, memory_size, sentence_length), "question": (n,
         question_length)}` int32 ids."""
-        stories = [_sentences(s) for s in _strings("stories", stories)]
-        questions = _strings("questions", questions)
-        if len(stories) != len(questions):
-            raise ValueError("`stories` and `questions` must have the same length; received "
-                             f"{len(stories)} and {len(questions)}.")
+        stories, questions = self.stories_and_questions(stories, questions)
         story = np.zeros((len(stories), self.memory_size, self.sentence_length), "int32")
         for row, sentences in enumerate(stories):
             kept = [text for _, text in memory_sentences(sentences, self.memory_size)]
@@ -179,53 +273,6 @@ class MemN2NPreprocessor(keras.layers.Layer):
         question = encode_batch(self.vocabulary, [normalize(q) for q in questions],
                                 self.question_length)
         return {"story": story, "question": question}
-
-    def encode_answers(self, answers):
-        """Answer ids `(n,)` (an unseen answer is `[UNK]`)."""
-        return np.array([self.vocabulary.index.get(normalize_answer(a), UNK_ID)
-                         for a in _strings("answers", answers)], "int32")
-
-    def answer_ids(self, answer_space="vocabulary"):
-        """The ids an answer may be: every word (`"vocabulary"`, the authors' code) or
-        the answers seen in training (`"seen"`)."""
-        if answer_space == "seen" and self.answers:
-            return [self.vocabulary.index[a] for a in self.answers if a in self.vocabulary.index]
-        if answer_space not in ("vocabulary", "seen"):
-            raise ValueError("`answer_space` must be 'vocabulary' or 'seen'; received "
-                             f"{answer_space!r}.")
-        return list(range(4, len(self.vocabulary)))
-
-    def decode(self, ids, stories, questions=None):
-        """Answer ids → the answers as their stories write them; an empty or blank
-        question's answer is empty."""
-        ids = np.asarray(keras.ops.convert_to_numpy(ids)).tolist()
-        stories = [_sentences(s) for s in stories]
-        out = []
-        for row, (i, story) in enumerate(zip(ids, stories, strict=True)):
-            if questions is not None and not questions[row].strip():
-                out.append("")
-            else:
-                out.append(cased_answer(self.vocabulary.tokens[int(i)], story, self.forms))
-        return out
-
-    # The graph side (TensorFlow, imported only here): the same rules with
-    # `models.memn2n.text_graph`, for the exported SavedModels.
-
-    def serving_signature(self):
-        """The `tf.TensorSpec`s of `serving_default(story, question)`."""
-        from keras_attn.models.text_graph import text_signature
-
-        return text_signature("story", "question")
-
-    def graph_resources(self):
-        """The graph's word table and answer forms, made once (an export tracks them)."""
-        if not self._graph:
-            from keras_attn.models.memn2n.text_graph import AnswerCase
-            from keras_attn.models.text_graph import lookup_table
-
-            self._graph["table"] = lookup_table(self.vocabulary.tokens)
-            self._graph["answer_case"] = AnswerCase(self.forms)
-        return self._graph["table"], self._graph["answer_case"]
 
     def graph_inputs(self, story, question):
         """`tf.string [B]` stories and questions → `(story, question, ids)`: both
@@ -239,20 +286,81 @@ class MemN2NPreprocessor(keras.layers.Layer):
                "question": text_graph.question_ids(question, table, self.question_length)}
         return story, question, ids
 
-    def graph_answers(self, logits, story, question):
-        """Answer logits `[B, V]` → `{"answer", "probability"}` in the graph, as
-        `decode` writes them (an empty or blank question: `""`, probability 0)."""
-        import tensorflow as tf
 
-        from keras_attn.models.memn2n.text_graph import answer_of
+SENTENCE_END, QUESTION_MARK = ".", "?"
 
-        _, answer_case = self.graph_resources()
-        answers = tf.constant(self.vocabulary.tokens)
-        return answer_of(logits, answers, answer_case, story, question)
 
-    def get_config(self):
-        config = super().get_config()
-        config.pop("dtype", None)  # ids and strings: no float policy
-        return {**config, "vocabulary": list(self.vocabulary.tokens), "forms": self.forms,
-                "memory_size": self.memory_size, "sentence_length": self.sentence_length,
-                "question_length": self.question_length, "answers": list(self.answers)}
+def word_tokens(story, question, max_story_words):
+    """The DNC's word sequence of one question: the story's sentences, oldest first,
+    each followed by `.` (a sentence without a word dropped), its most recent
+    `max_story_words` kept, then the question and `?` (the answer is read there)."""
+    words = []
+    for sentence in story:
+        tokens = normalize(sentence).split()
+        if tokens:
+            words += tokens + [SENTENCE_END]
+    return words[-max_story_words:] + normalize(question).split() + [QUESTION_MARK]
+
+
+@keras.saving.register_keras_serializable(package="keras_attn_models")
+class DNCQAPreprocessor(StoryPreprocessor):
+    """Turns bAbI-style stories and questions into `DNCQA`'s word sequences, and answers
+    back (Graves et al. 2016, Methods, "bAbI").
+
+    One question is one sequence of words: the story's sentences, oldest first, each
+    followed by `.`, then the question followed by `?` (`word_tokens`); a story
+    longer than `max_story_words` keeps its most recent words. Words, unseen words
+    and the answers' case are as `MemN2NPreprocessor`'s.
+
+    Args:
+        vocabulary: the word tokens, in id order (the four specials first).
+        forms: `{token: written form}`, from `surface_forms`.
+        max_story_words: the most story words a sequence keeps (400, as
+            `keras-attn train dnc-babi`).
+        answers: the answer tokens seen in training.
+
+    Example:
+
+    >>> from keras_attn.models import DNCQAPreprocessor
+    >>> preprocessor = DNCQAPreprocessor.from_texts(
+    ...     [["Mary went to the kitchen."]], ["Where is Mary?"], ["kitchen"])
+    >>> preprocessor.encode([["Mary went to the kitchen."]], ["Where is Mary?"])["words"].shape
+    (1, 10)
+    """
+
+    def __init__(self, vocabulary, forms=None, max_story_words=400, answers=(), **kwargs):
+        super().__init__(vocabulary, forms, answers, **kwargs)
+        self.max_story_words = _validation.check_integer("max_story_words", max_story_words)
+
+    @classmethod
+    def from_texts(cls, stories, questions, answers, max_story_words=400, **kwargs):
+        """Learns the vocabulary (`.` and `?` included) and the answers' forms."""
+        _, _, tokens, forms, seen = cls.learn(stories, questions, answers,
+                                              extra_texts=[f"{SENTENCE_END} {QUESTION_MARK}"])
+        return cls(tokens, forms, max_story_words=max_story_words, answers=seen, **kwargs)
+
+    def sizes(self):
+        return {"max_story_words": self.max_story_words}
+
+    def encode(self, stories, questions):
+        """`{"words": (n, T), "answer_step": (n,)}` int32: the word sequences
+        right-padded with 0, and the step of each `?`."""
+        stories, questions = self.stories_and_questions(stories, questions)
+        sequences = [self.vocabulary.encode(" ".join(word_tokens(story, question,
+                                                                 self.max_story_words)))
+                     for story, question in zip(stories, questions, strict=True)]
+        words = np.zeros((len(sequences), max(map(len, sequences), default=1)), "int32")
+        for row, sequence in enumerate(sequences):
+            words[row, :len(sequence)] = sequence
+        return {"words": words,
+                "answer_step": np.array([len(s) - 1 for s in sequences], "int32")}
+
+    def graph_inputs(self, story, question):
+        """`tf.string [B]` stories and questions → `(story, question, ids)` in the
+        graph, as `encode`."""
+        from keras_attn.models.memn2n import text_graph
+
+        table, _ = self.graph_resources()
+        story, question = text_graph.same_batch(story, question)
+        words, step = text_graph.word_sequence(story, question, table, self.max_story_words)
+        return story, question, {"words": words, "answer_step": step}

@@ -109,3 +109,26 @@ def answer_of(logits, answers, answer_case, story, question):
     asked = tf.logical_not(is_blank(question))
     return {"answer": tf.where(asked, answer_case(tf.gather(answers, best), story), ""),
             "probability": tf.where(asked, tf.reduce_max(probabilities, axis=-1), 0.0)}
+
+
+def word_sequence(story, question, table, max_story_words):
+    """As `DNCQAPreprocessor.encode` (`word_tokens`): `tf.string [B]` stories and
+    questions → right-padded ids `[B, T]` of the most recent `max_story_words`
+    story words (each sentence followed by `.`), the question and `?`; and the
+    step of the `?` `[B]`."""
+    lines = tf.strings.split(story, sep="\n")
+    lines = tf.ragged.map_flat_values(normalize_words, lines)
+    lines = tf.ragged.boolean_mask(lines, tf.strings.length(lines) > 0)
+    sentences = tf.ragged.map_flat_values(lambda line: line + " .", lines)
+    story_words = tf.strings.split(tf.strings.reduce_join(sentences, axis=1, separator=" "))
+    lengths = story_words.row_lengths()
+    kept = tf.ragged.range(tf.maximum(lengths - max_story_words, 0), lengths)
+    story_words = tf.RaggedTensor.from_row_lengths(
+        tf.gather(story_words.values,
+                  (kept + tf.expand_dims(story_words.row_starts(), 1)).flat_values),
+        kept.row_lengths(),
+    )
+    question_words = tf.strings.split(normalize_words(question) + " ?")
+    sequence = tf.concat([story_words, question_words], axis=1)
+    ids = tf.ragged.map_flat_values(table.lookup, sequence)
+    return ids.to_tensor(default_value=0), tf.cast(ids.row_lengths() - 1, tf.int32)

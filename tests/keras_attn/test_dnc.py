@@ -82,13 +82,17 @@ def test_write_weighting_gates():
 class DNCSequence(keras.layers.Layer):
     """A `DNCCell` in `keras.layers.RNN`, as one layer for the contract."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, cell_options=None, **kwargs):
         super().__init__(**kwargs)
+        self.cell_options = dict(cell_options or {})
         self.rnn = keras.layers.RNN(
             DNCCell(units=4, memory_size=6, memory_width=5, read_heads=2, controller_units=12,
-                    dtype=self.dtype_policy),
+                    dtype=self.dtype_policy, **self.cell_options),
             return_sequences=True, dtype=self.dtype_policy,
         )
+
+    def get_config(self):
+        return {**super().get_config(), "cell_options": self.cell_options}
 
     def build(self, sequence_shape):
         self.rnn.build(sequence_shape)
@@ -100,6 +104,57 @@ class DNCSequence(keras.layers.Layer):
 def test_cell_in_an_rnn_contract(rng):
     x = rng.normal(size=(2, 6, 3)).astype("float32")
     run_layer_contract(DNCSequence, {}, {"sequence": x}, (2, 6, 4), mixed_tolerance=5e-2)
+
+
+ROBUST = {"layer_norm": True, "bypass_dropout": 0.2, "temporal_links": False, "seed": 3}
+
+
+@pytest.mark.parametrize("options", [
+    ROBUST, {"layer_norm": True}, {"bypass_dropout": 0.3, "seed": 1}, {"temporal_links": False},
+], ids=["robust", "layer_norm", "bypass_dropout", "no_links"])
+def test_the_robust_options_keep_the_layer_contract(rng, options):
+    x = rng.normal(size=(2, 6, 3)).astype("float32")
+    run_layer_contract(DNCSequence, {"cell_options": options}, {"sequence": x}, (2, 6, 4),
+                       mixed_tolerance=5e-2)
+
+
+def test_without_temporal_links_reads_are_by_content_and_no_link_matrix_is_kept(rng):
+    cell = DNCCell(units=4, memory_size=8, memory_width=5, read_heads=2, temporal_links=False)
+    states = cell.get_initial_state(3)
+    assert tuple(states[-1].shape) == (3, 1, 1) and tuple(states[-2].shape) == (3, 1)
+    x = rng.normal(size=(3, 3)).astype("float32")
+    cell(x, states)  # builds
+    for _ in range(3):
+        _, states = cell(x, states)
+    memory, read_weights = to_numpy(states[2]), to_numpy(states[4])
+    interface = cell._interface(states[0])
+    from keras_attn.memory import addressing
+
+    content = to_numpy(addressing.content_weighting(
+        ops.convert_to_tensor(memory), interface["read_keys"], interface["read_strengths"]))
+    np.testing.assert_allclose(read_weights, content, rtol=1e-5, atol=1e-6)
+    assert to_numpy(states[-1]).shape == (3, 1, 1) and np.all(to_numpy(states[-1]) == 0)
+
+
+def test_bypass_dropout_acts_in_training_only_with_one_mask_a_sequence(rng):
+    cell = DNCCell(units=4, memory_size=6, memory_width=5, read_heads=1, controller_units=16,
+                   bypass_dropout=0.5, seed=0)
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    x = rng.normal(size=(2, 7, 3)).astype("float32")
+    inference = to_numpy(rnn(x))
+    np.testing.assert_allclose(to_numpy(rnn(x)), inference, rtol=1e-6)
+    trained = to_numpy(rnn(x, training=True))
+    assert not np.allclose(trained, inference)
+    # Only the output's bypass is dropped: the memory's states are those of inference.
+    cell_plain = DNCCell.from_config({**cell.get_config(), "bypass_dropout": 0.0})
+    rnn_plain = keras.layers.RNN(cell_plain, return_sequences=True, return_state=True)
+    rnn_plain(x)
+    rnn_plain.set_weights(rnn.get_weights())
+    rnn_states = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    _, *trained_states = rnn_states(x, training=True)
+    _, *plain_states = rnn_plain(x)
+    for a, b in zip(trained_states, plain_states, strict=True):
+        np.testing.assert_allclose(to_numpy(a), to_numpy(b), rtol=1e-5, atol=1e-6)
 
 
 def test_cell_weightings_are_sub_distributions(rng):
@@ -122,6 +177,7 @@ def test_cell_weightings_are_sub_distributions(rng):
         ({"units": 0}, r"`units` must be a positive integer; received 0"),
         ({"units": 4, "memory_size": 0}, r"`memory_size` must be a positive integer; received 0"),
         ({"units": 4, "read_heads": 1.0}, r"`read_heads` must be a positive integer; received 1.0"),
+        ({"units": 4, "bypass_dropout": 1.0}, r"`bypass_dropout` must be a number in \[0, 1\)"),
     ],
 )
 def test_bad_arguments(kwargs, message):

@@ -257,14 +257,14 @@ def test_in_graph_word_sequence_equals_training(trained, sentences, question):
     import tensorflow as tf
 
     from keras_attn.models import text_graph as export_lib
-    from keras_attn.training.tasks.memn2n import export as babi_export
+    from keras_attn.models.memn2n import text_graph as memn2n_graph
 
     vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
     limit = json.load(open(os.path.join(trained["work"], "meta.json")))["settings"][
         "max_story_words"]
     sentences = [s.replace("\n", " ").replace("\r", " ") for s in sentences]
     expected = words.encode([_question(sentences, question)], vocab, limit)[0][0]
-    ids, step = babi_export.word_sequence(tf.constant(["\n".join(sentences)]),
+    ids, step = memn2n_graph.word_sequence(tf.constant(["\n".join(sentences)]),
                                           tf.constant([question]),
                                           export_lib.lookup_table(vocab.tokens), limit)
     np.testing.assert_array_equal(ids.numpy()[0], expected)
@@ -283,3 +283,20 @@ def test_predict_and_evaluate_commands(trained, capsys):
     cli.main(["evaluate", "dnc-babi", "--run-dir", trained["work"]])
     printed = capsys.readouterr().out
     assert "single-supporting-fact" in printed and "mean error" in printed
+
+
+def test_the_robust_dnc_flags_reach_the_cell(tmp_path):
+    from keras_attn.training import cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    babi.write_babi(generate_questions(1, 60, seed=0),
+                    str(data / "qa1_single-supporting-fact_train.txt"))
+    work = str(tmp_path / "work")
+    cli.main(["train", "dnc-babi", "--data-dir", str(data), "--tasks", "1", "--epochs", "1",
+              "--max-story-words", "30", *SMALL, "--layer-norm", "--bypass-dropout", "0.1",
+              "--no-temporal-links", "--work-dir", work, "--no-export", "--no-tensorboard",
+              "--quiet"])
+    model = keras.saving.load_model(os.path.join(work, "model.keras"))
+    cell = model.get_layer("dnc").cell
+    assert (cell.layer_norm, cell.bypass_dropout, cell.temporal_links) == (True, 0.1, False)

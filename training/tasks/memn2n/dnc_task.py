@@ -9,12 +9,14 @@ by default (on a CPU, a smaller memory and controller train far faster:
 `--memory-size 64 --memory-width 32 --read-heads 2 --controller-units 128`).
 """
 
+import argparse
+
 import keras
 import numpy as np
 
 from keras_attn.models.batching import EndlessBatches
 from keras_attn.models.dnc import DNCQA, compile_dnc_qa
-from keras_attn.training.arguments import positive_float, positive_int
+from keras_attn.training.arguments import positive_float, positive_int, probability
 from keras_attn.training.callbacks import TimeBudget
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import words
@@ -39,6 +41,15 @@ def add_arguments(parser):
     model.add_argument("--controller-units", type=positive_int, default=256, help="the LSTM's")
     model.add_argument("--max-story-words", type=positive_int, default=400,
                        help="a longer story keeps its most recent words")
+    robust = parser.add_argument_group(
+        "the robust DNC (Franke et al. 2018; off by default until measured better here)")
+    robust.add_argument("--layer-norm", action="store_true",
+                        help="layer-normalise the memory unit's input (the interface vector)")
+    robust.add_argument("--bypass-dropout", type=probability, default=0.0,
+                        help="dropout on the controller output that bypasses the memory")
+    robust.add_argument("--temporal-links", action=argparse.BooleanOptionalAction, default=True,
+                        help="the temporal link matrix (--no-temporal-links: content-based "
+                        "reads only, no N×N matrix)")
     fit = parser.add_argument_group("training")
     fit.add_argument("--epochs", type=positive_int, default=30)
     fit.add_argument("--steps-per-epoch", type=positive_int,
@@ -97,7 +108,8 @@ class DNCBabiTask(MemN2NTask):
         model = DNCQA(
             vocab_size=len(data.vocab), memory_size=args.memory_size,
             memory_width=args.memory_width, read_heads=args.read_heads,
-            controller_units=args.controller_units,
+            controller_units=args.controller_units, layer_norm=args.layer_norm,
+            bypass_dropout=args.bypass_dropout, temporal_links=args.temporal_links,
         )
         return compile_dnc_qa(model, learning_rate=args.learning_rate,
                               clipnorm=args.clipnorm, jit_compile=jit_compile)

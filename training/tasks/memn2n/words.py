@@ -13,20 +13,20 @@ import keras
 import numpy as np
 
 from keras_attn.models.batching import varied_first
-from keras_attn.models.memn2n.preprocessor import normalize, normalize_answer
+from keras_attn.models.memn2n.preprocessor import (
+    QUESTION_MARK,
+    SENTENCE_END,
+    normalize,
+    normalize_answer,
+    word_tokens,
+)
 from keras_attn.models.text import Vocabulary
-
-SENTENCE_END, QUESTION_MARK = ".", "?"
 
 
 def tokens_of(question, max_story_words):
-    """The word sequence of one `babi.Question`; the last token is the `?`."""
-    story = []
-    for sentence in question.story:
-        words = normalize(sentence).split()
-        if words:  # a statement without a word is dropped, as in the memory network
-            story += words + [SENTENCE_END]
-    return story[-max_story_words:] + normalize(question.question).split() + [QUESTION_MARK]
+    """The word sequence of one `babi.Question`; the last token is the `?`
+    (`models.memn2n.preprocessor.word_tokens`, the preprocessor's own rule)."""
+    return word_tokens(question.story, question.question, max_story_words)
 
 
 def build_vocabulary(questions):
