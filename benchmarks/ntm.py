@@ -22,9 +22,11 @@ memory of 64 × 20), and prints and writes:
 
 `--task-seeds N` trains every task of `--tasks` at seeds 0 … N-1 with its CLI defaults
 (each keeps its best validation check's weights, as the CLI does) and reports every
-seed's test figures and the worst. Copy also runs `--seeds` seeds for stability. Those runs do not stop early: each
-trains its whole `--stability-sequences`, and a run counts as diverged if its
-loss is ever non-finite or its validation bit errors, once below 0.1, end above 1.
+seed's test figures and the worst. Copy also runs `--seeds` seeds for stability.
+Those runs do not stop early: each trains its whole `--stability-sequences`; a run
+counts as diverged if its loss is ever non-finite, and as a late spike if its
+validation bit errors, once below 0.1, end above 1 (its kept weights are its best
+check's either way).
 
 `--mixed-precision-steps N` adds a copy run of N training steps under the
 `mixed_float16` policy and reports whether every loss stayed finite.
@@ -87,7 +89,10 @@ def one_run(job):
               "kept": record.get("kept"),
               "nonfinite": record["diverged"], "curve": curve, "flags": job["flags"]}
     final = curve[-1]["validation_bit_errors"] if curve else float("nan")
-    result["diverged"] = bool(record["diverged"] or (record["converged_at"] and final > 1.0))
+    # A late spike (converged, then above 1 at the last check) no longer reaches the
+    # model, which keeps its best check's weights; it is reported beside it.
+    result["late_spike"] = bool(record["converged_at"] and final > 1.0)
+    result["diverged"] = bool(record["diverged"])
     if job.get("test_sequences"):
         result["test"] = ntm.figures(model, ntm.SPECS[name], job["seed"], job["test_sequences"])
     return result
@@ -98,7 +103,9 @@ def print_run(run):
     when = (f"converged after {reached['sequences']} sequences ({reached['seconds']:.0f} s)"
             if reached else "did not converge")
     print(f"  {run['task']:<19} seed {run['seed']}: {when}; trained {run['sequences']} "
-          f"sequences in {run['seconds']:.0f} s" + ("; DIVERGED" if run["diverged"] else ""),
+          f"sequences in {run['seconds']:.0f} s" + ("; DIVERGED" if run["diverged"] else "")
+          + ("; the last check spiked above 1 bit (the best check's weights are kept)"
+             if run.get("late_spike") else ""),
           flush=True)
 
 
@@ -221,14 +228,16 @@ def main():
         copies = [r for r in runs if r["task"] == "copy" and not r["mixed_precision"]]
         converged = [r for r in copies if r["converged_at"]]
         diverged = [r for r in copies if r["diverged"]]
+        spiked = [r for r in copies if r.get("late_spike")]
         at = sorted(r["converged_at"]["sequences"] for r in converged)
         print(f"\ncopy stability: {len(copies)} seeds, {len(converged)} converged "
-              f"(validation bit errors < 0.1; after {at} sequences), {len(diverged)} diverged "
-              f"or non-finite")
+              f"(validation bit errors < 0.1; after {at} sequences), {len(diverged)} with a "
+              f"non-finite loss, {len(spiked)} with a late spike (best weights kept)")
         length40 = [r["test"]["length 40"]["bit_errors"] for r in copies if "test" in r]
         print(f"  length-40 bit errors per seed: {[round(e, 3) for e in length40]}")
         result["copy_stability"] = {
             "seeds": len(copies), "converged": len(converged), "diverged": len(diverged),
+            "late_spikes": len(spiked),
             "converged_at_sequences": at,
             "runs": [{k: r[k] for k in ("seed", "sequences", "seconds", "converged_at",
                                         "diverged", "nonfinite")}

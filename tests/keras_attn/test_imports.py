@@ -13,16 +13,11 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "keras_attn"
 
 
 def test_no_tensorflow_in_the_source():
+    from tests.models.test_tensorflow_boundary import tensorflow_imports
+
     for path in PACKAGE.rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            else:
-                continue
-            assert not any(n.split(".")[0] == "tensorflow" for n in names), (path, names)
+        found = [node.lineno for node, _ in tensorflow_imports(ast.parse(path.read_text()))]
+        assert found == [], (path, found)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax not installed")

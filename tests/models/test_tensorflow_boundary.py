@@ -16,7 +16,7 @@ GRAPH_TEXT = {"text_graph.py", "memn2n/text_graph.py"}
 PREPROCESSORS = {"translator/preprocessor.py", "memn2n/preprocessor.py"}
 
 
-def _tensorflow_imports(tree):
+def tensorflow_imports(tree):
     """`(node, at_module_level)` for each import of tensorflow in `tree`."""
     top = set(map(id, tree.body))
     for node in ast.walk(tree):
@@ -41,7 +41,7 @@ def test_tensorflow_only_in_the_preprocessors_string_handling():
     for path in sorted(MODELS.rglob("*.py")):
         name = path.relative_to(MODELS).as_posix()
         tree = ast.parse(path.read_text())
-        for node, top_level in _tensorflow_imports(tree):
+        for node, top_level in tensorflow_imports(tree):
             if name in GRAPH_TEXT or (name in PREPROCESSORS and not top_level):
                 continue
             offending.append(f"{name}:{node.lineno} imports tensorflow")
@@ -54,7 +54,7 @@ def test_tensorflow_only_in_the_preprocessors_string_handling():
 
 def test_the_check_finds_a_module_level_import(tmp_path):
     tree = ast.parse("import numpy\nimport tensorflow as tf\ndef f():\n    import tensorflow\n")
-    assert [top for _, top in _tensorflow_imports(tree)] == [True, False]
+    assert [top for _, top in tensorflow_imports(tree)] == [True, False]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")

@@ -101,6 +101,25 @@ def test_the_translator_profile_is_resolved_once_at_the_edge():
     assert task.resolve(text) == text  # nothing left to fill in
 
 
+def test_a_small_corpus_trains_with_the_small_corpus_levers(tmp_path):
+    from keras_attn.training.tasks.translator import flags
+
+    small, large = tmp_path / "small.tsv", tmp_path / "large.tsv"
+    small.write_text("uno\tone\n" * 500 + "\n\n", encoding="utf-8")
+    large.write_text("uno\tone\n" * flags.SMALL_CORPUS_LINES, encoding="utf-8")
+    options = cli.task_options(["train", "translator", "--data", str(small)])
+    assert (options.dropout, options.word_dropout, options.label_smoothing) == (0.3, 0.1, 0.1)
+    assert options.level == "subword" and options.patience == 3  # the rest: the text profile
+    assert flags.profile_line(options).startswith(
+        "profile: small-text (500 lines, fewer than 16,000): the text defaults with dropout "
+        "0.3, word dropout 0.1, label smoothing 0.1")
+    given = cli.task_options(["train", "translator", "--data", str(small), "--dropout", "0"])
+    assert given.dropout == 0.0 and given.word_dropout == 0.1
+    options = cli.task_options(["train", "translator", "--data", str(large)])
+    assert (options.dropout, options.word_dropout, options.label_smoothing) == (0.0, 0.0, 0.0)
+    assert flags.profile_line(options) == "profile: text (16,000 lines)"
+
+
 def test_every_task_method_receives_the_frozen_options(spy, tmp_path):
     assert cli.main(["train", "toy-options", "--work-dir", str(tmp_path / "run"),
                      "--no-export", "--no-tensorboard", "--quiet"]) == 0

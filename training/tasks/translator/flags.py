@@ -48,9 +48,21 @@ PROFILES = {
 }
 
 
+# A `--data` file of fewer lines than this trains with the small-corpus levers
+# (Sennrich & Zhang 2019): dropout, word dropout and label smoothing, chosen on the
+# runs' own validation BLEU at 8,000 lines (`benchmarks/translator_sizes.py`,
+# docs/results). The full corpus (114k lines) keeps the text profile, as measured.
+SMALL_CORPUS_LINES = 16_000
+SMALL_CORPUS = dict(dropout=0.3, word_dropout=0.1, label_smoothing=0.1)
+PROFILES["small-text"] = {**PROFILES["text"], **SMALL_CORPUS}
+
+
 def _profile_help(name):
     dates, text = PROFILES["dates"][name], PROFILES["text"][name]
-    return f"default: {dates} for the built-in dates, {text} with --data"
+    small = PROFILES["small-text"][name]
+    return (f"default: {dates} for the built-in dates, {text} with --data"
+            + (f" ({small} for a file of under {SMALL_CORPUS_LINES:,} lines)"
+               if small != text else ""))
 
 
 def add_arguments(parser):
@@ -176,9 +188,37 @@ def add_arguments(parser):
     out.add_argument("--length-penalty", type=non_negative_float, default=0.0, help="GNMT α")
 
 
+def corpus_lines(path):
+    """The non-empty lines of a `--data` file (`None` if it cannot be read: the data
+    loader then says why)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return None
+
+
 def profile_of(options):
-    """The flags' profile: `"text"` with `--data`, else `"dates"`."""
-    return "text" if options.data else "dates"
+    """The flags' profile: `"dates"` without `--data`; with it, `"small-text"` for a
+    file of fewer than `SMALL_CORPUS_LINES` lines, else `"text"`."""
+    if not options.data:
+        return "dates"
+    lines = corpus_lines(options.data)
+    return "small-text" if lines is not None and lines < SMALL_CORPUS_LINES else "text"
+
+
+def profile_line(options):
+    """The line a run opens with: the profile it trains with, and why."""
+    kind = profile_of(options)
+    if kind == "dates":
+        return "profile: dates (the built-in data)"
+    lines = corpus_lines(options.data)
+    if kind == "small-text":
+        levers = ", ".join(f"{name.replace('_', ' ')} {value}"
+                           for name, value in SMALL_CORPUS.items())
+        return (f"profile: small-text ({lines:,} lines, fewer than {SMALL_CORPUS_LINES:,}): "
+                f"the text defaults with {levers} (flags given win)")
+    return f"profile: text ({lines:,} lines)"
 
 
 def resolve_defaults(options):

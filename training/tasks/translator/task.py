@@ -31,6 +31,7 @@ from keras_attn.training.tasks.translator.decoding import (
 from keras_attn.training.tasks.translator.flags import (
     MODEL_NAMES,
     add_arguments,
+    profile_line,
     profile_of,
     resolve_defaults,
 )
@@ -72,6 +73,7 @@ class TranslatorTask(Task):
 
     def prepare(self, args):
         kind = profile_of(args)
+        print(profile_line(args))
         data = load_data(args)
         splits = data.splits
         print(
@@ -81,7 +83,7 @@ class TranslatorTask(Task):
             f"{data.preprocess['level']}s; lengths {data.max_source_length} → "
             f"{data.max_target_length}"
         )
-        if kind == "text":
+        if kind != "dates":
             unknown_source, unknown_target = unknown_rates(data, splits["validation"])
             print(f"  [UNK] in validation: {100 * unknown_source:.2f} % of source and "
                   f"{100 * unknown_target:.2f} % of target tokens")
