@@ -56,7 +56,6 @@ def test_sizes_come_from_the_preprocessor_and_conflicts_are_named():
 
 
 def test_fit_on_text_generate_reload_and_export(tmp_path):
-    keras.utils.set_random_seed(0)
     stories, questions, answers = texts(200, 0)
     preprocessor = DNCQAPreprocessor.from_texts(stories, questions, answers)
     model = DNCQA(preprocessor=preprocessor, memory_size=16, memory_width=8, read_heads=1,

@@ -34,7 +34,6 @@ def data():
 
 
 def test_fit_learns_single_supporting_facts_and_round_trips(data, tmp_path):
-    keras.utils.set_random_seed(0)
     model = compile_memn2n(MemN2NQA(**data["arguments"]))
     (x, y, _), (tx, ty, slots) = data["train"], data["test"]
     schedule = MemN2NSchedule(verbose=False)

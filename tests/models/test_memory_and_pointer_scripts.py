@@ -40,7 +40,6 @@ def tensorflow_only(script):
 
 @pytest.mark.parametrize("cls", [NTMSequenceModel, DNCSequenceModel])
 def test_a_bit_sequence_model_from_a_script(cls, rng, tmp_path):
-    keras.utils.set_random_seed(0)
     x, y = copy_batches(rng, 64)
     model = cls(input_bits=5, output_bits=4, memory_size=8, memory_width=6,
                 controller_units=16)
@@ -89,7 +88,6 @@ def test_a_bit_sequence_model_from_a_script(cls, rng, tmp_path):
 
 
 def test_a_pointer_network_from_a_script(rng, tmp_path):
-    keras.utils.set_random_seed(0)
     n = 5
     points = rng.random((512, n, 1)).astype("float32")
     tokens, targets, weights = teacher_forcing(np.argsort(points[..., 0], axis=1))

@@ -14,6 +14,7 @@ import pytest
 
 from keras_attn.models import TransformerTranslator, Translator, TranslatorPreprocessor
 from keras_attn.models.translator import START_ID, decode_ids
+from tests.conftest import SEED
 from tests.keras_attn.contract import to_numpy
 
 SPANISH = "cero uno dos tres cuatro cinco seis siete ocho nueve".split()
@@ -30,7 +31,7 @@ def number_pairs():
 @pytest.fixture(scope="module")
 def trained():
     """A translator trained on the number pairs from text, and its preprocessor."""
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(SEED)  # a module fixture: before the autouse seeding
     sources, targets = number_pairs()
     preprocessor = TranslatorPreprocessor.from_texts(sources, targets)
     model = Translator(preprocessor=preprocessor)
@@ -133,7 +134,6 @@ def test_the_keras_file_holds_the_preprocessor(trained, tmp_path):
 
 
 def test_a_transformer_trains_on_text_and_reloads(tmp_path):
-    keras.utils.set_random_seed(0)
     sources, targets = number_pairs()
     model = TransformerTranslator(preprocessor=TranslatorPreprocessor.from_texts(sources, targets))
     model.compile()
@@ -150,7 +150,6 @@ def test_a_transformer_trains_on_text_and_reloads(tmp_path):
 
 def test_fit_takes_a_dataset_of_strings():
     tf = pytest.importorskip("tensorflow")
-    keras.utils.set_random_seed(0)
     sources, targets = number_pairs()
     model = Translator(preprocessor=TranslatorPreprocessor.from_texts(sources, targets))
     model.compile()
