@@ -108,6 +108,14 @@ class TranslatorPreprocessor(keras.layers.Layer):
         object.__setattr__(self, "_tables", {})
 
     @classmethod
+    def from_preset(cls, name, sources, targets, **overrides):
+        """`from_texts` with the named configuration's rules (`models.translator.presets`);
+        `overrides` replace any of them."""
+        from keras_attn.models.translator.presets import preset
+
+        return cls.from_texts(sources, targets, **{**preset(name)["preprocessor"], **overrides})
+
+    @classmethod
     def from_texts(cls, sources, targets, level="subword", max_vocabulary="auto",
                    min_count=1, lowercase=False, space_punctuation=True,
                    collapse_whitespace=True, max_source_length=None, max_target_length=None,

@@ -119,6 +119,14 @@ class Seq2SeqModel(ConfiguredModel):
                                  f"left out; received {arguments[name]!r}.")
         return {**arguments, **derived}
 
+    @classmethod
+    def from_preset(cls, name, preprocessor=None, **overrides):
+        """The model of the named configuration (`models.translator.presets`), sized by
+        `preprocessor`; `overrides` replace any of its arguments."""
+        from keras_attn.models.translator.presets import preset
+
+        return cls(preprocessor=preprocessor, **{**preset(name)[cls.MODEL_KIND], **overrides})
+
     @staticmethod
     def derived_from_preprocessor(preprocessor):
         """Further constructor arguments a preprocessor sets (`resolve_arguments`), by

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 
 from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
+from keras_attn.models.translator.presets import preset
 from keras_attn.training.arguments import (
     non_negative_float,
     non_negative_int,
@@ -24,37 +25,38 @@ DEFAULT_LEARNING_RATE = 3e-3  # the RNN's rate, and the peak of the Transformer'
 TEXT_TRANSFORMER_RATE = 1e-3  # the Transformer's peak on real text
 
 
-# Defaults that depend on the data: the built-in dates (characters, a small model
-# that reaches 100 % in a minute) or real sentences with `--data` (words, the
-# sizes and budget that beat TensorFlow's tutorial model on its Spanish–English
-# corpus: docs/results). A flag given on the command line always wins.
-PROFILES = {
-    "dates": dict(
-        level="char", lowercase=False, space_punctuation=False, max_vocab=None,
-        attention="bahdanau", input_feeding=True, sort_window=1, max_tokens=None, epochs=3,
-        max_minutes=None, patience=None,
-        embedding_dim=64, encoder_units=64,
-        decoder_units=128, attention_units=128, model_dim=64, feedforward_dim=256,
-        num_layers=1, warmup_steps=100, dropout=0.0, word_dropout=0.0, label_smoothing=0.0,
-    ),
-    "text": dict(
-        level="subword", lowercase=False, space_punctuation=True, max_vocab="auto",
-        attention="luong-general", input_feeding=False, sort_window=50, max_tokens=50,
-        epochs=100, max_minutes=30.0, patience=3,
-        embedding_dim=256, encoder_units=256,
-        decoder_units=256, attention_units=256, model_dim=256, feedforward_dim=1024,
-        num_layers=2, warmup_steps=400, dropout=0.0, word_dropout=0.0, label_smoothing=0.0,
-    ),
+# Defaults that depend on the data: the built-in dates, or real sentences with
+# `--data` (a file of fewer than `SMALL_CORPUS_LINES` lines: the small-corpus
+# levers too). The model and preprocessor settings are the translators' presets
+# (`models.translator.presets`); the training budget is the command's. A flag given
+# on the command line always wins.
+SMALL_CORPUS_LINES = 16_000  # chosen at 8,000 lines (benchmarks/translator_sizes.py)
+TRAINING = {
+    "dates": dict(sort_window=1, max_tokens=None, epochs=3, max_minutes=None, patience=None,
+                  warmup_steps=100),
+    "text": dict(sort_window=50, max_tokens=50, epochs=100, max_minutes=30.0, patience=3,
+                 warmup_steps=400),
 }
+TRAINING["small-text"] = TRAINING["text"]
 
 
-# A `--data` file of fewer lines than this trains with the small-corpus levers
-# (Sennrich & Zhang 2019): dropout, word dropout and label smoothing, chosen on the
-# runs' own validation BLEU at 8,000 lines (`benchmarks/translator_sizes.py`,
-# docs/results). The full corpus (114k lines) keeps the text profile, as measured.
-SMALL_CORPUS_LINES = 16_000
-SMALL_CORPUS = dict(dropout=0.3, word_dropout=0.1, label_smoothing=0.1)
-PROFILES["small-text"] = {**PROFILES["text"], **SMALL_CORPUS}
+def _profile(name):
+    """A profile's flag values, from the preset of the same name."""
+    settings = preset(name)
+    rnn, transformer, rules = settings["rnn"], settings["transformer"], settings["preprocessor"]
+    return dict(
+        level=rules["level"], lowercase=rules["lowercase"],
+        space_punctuation=rules["space_punctuation"], max_vocab=rules["max_vocabulary"],
+        **{key: rnn[key] for key in ("attention", "input_feeding", "embedding_dim",
+                                     "encoder_units", "decoder_units", "attention_units",
+                                     "dropout", "word_dropout")},
+        **{key: transformer[key] for key in ("model_dim", "feedforward_dim", "num_layers")},
+        label_smoothing=settings["compile"]["label_smoothing"], **TRAINING[name])
+
+
+PROFILES = {name: _profile(name) for name in ("dates", "text", "small-text")}
+SMALL_CORPUS = {key: value for key, value in PROFILES["small-text"].items()
+                if value != PROFILES["text"][key]}
 
 
 def _profile_help(name):
