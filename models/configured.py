@@ -21,6 +21,24 @@ from keras_attn import _validation
 META_FORMAT = 2
 
 
+def write_export_meta(model, path, task, settings):
+    """`assets.extra/` of an export a script wrote: the `.keras` model and `meta.json`
+    (`task`: the `keras-attn` task it is read as; `settings`: what `predict`,
+    `evaluate` and `explore` read), as the command line's exports have them."""
+    import json
+    import os
+
+    extra = os.path.join(path, "assets.extra")
+    os.makedirs(extra, exist_ok=True)
+    model.save(os.path.join(extra, "model.keras"))
+    config = {k: v for k, v in model.get_config().items() if k != "preprocessor"}
+    meta = {"task": task, "name": model.name, "config": config, "settings": settings,
+            "data": {"source": "script"}, "training": {}, "format": META_FORMAT}
+    with open(os.path.join(extra, "meta.json"), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2, ensure_ascii=False)
+    return extra
+
+
 def check_export_backend():
     """Refuses to write a SavedModel off the TensorFlow backend, saying how to get it."""
     if keras.backend.backend() != "tensorflow":

@@ -40,6 +40,8 @@ class DNCSequenceModel(BitSequenceModel):
     (None, None, 8)
     """
 
+    ARCHITECTURE = "dnc"
+
     def __init__(self, input_bits: int = 9, output_bits: int = 8, memory_size: int = 64,
                  memory_width: int = 20, read_heads: int = 1, controller_units: int = 100,
                  clip_value=20.0, **kwargs):

@@ -18,7 +18,11 @@ from keras import ops
 from keras_attn import _validation
 from keras_attn.memory import NTMCell
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel, check_export_backend
+from keras_attn.models.configured import (
+    ConfiguredModel,
+    check_export_backend,
+    write_export_meta,
+)
 
 DEFAULT_LEARNING_RATE = 3e-4  # RMSprop, momentum 0.9: the command line's default
 
@@ -141,14 +145,23 @@ class BitSequenceModel(ConfiguredModel):
         return archive
 
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
-               **kwargs):
-        """Writes the served SavedModel (`serving_archive`) to `filepath`."""
+               task=None, **kwargs):
+        """Writes the served SavedModel (`serving_archive`) to `filepath`; with `task`
+        (the `keras-attn` task it was trained for, e.g. `"ntm-copy"`), `assets.extra/`
+        too, so `keras-attn predict` and `explore` read it as that task's export."""
         if format != "tf_saved_model" or input_signature is not None or kwargs:
             raise ValueError("a bit-sequence model's export takes `sequence` as a "
                              f"tf_saved_model; received format={format!r}"
                              + (f" and {sorted(kwargs) or ['input_signature']}"
                                 if input_signature is not None or kwargs else "") + ".")
         self.serving_archive().write_out(filepath, verbose=False)
+        if task is not None:
+            heads = with_weightings(self).outputs
+            settings = {"architecture": self.ARCHITECTURE, "seed": 0, "test_sequences": 1000,
+                        "input_bits": self.input_bits, "output_bits": int(self.output.shape[-1]),
+                        "memory_size": self.memory_size,
+                        "read_heads": int(heads[1].shape[2]), "write_heads": int(heads[2].shape[2])}
+            write_export_meta(self, filepath, str(task), settings)
         if verbose:
             print(f"Saved the bit-sequence model's serving SavedModel to {filepath}")
         return filepath
@@ -174,6 +187,7 @@ class NTMSequenceModel(BitSequenceModel):
     """
 
     INTEGER_FLOORS = {"write_heads": 0, "shift_range": 0}
+    ARCHITECTURE = "ntm"
 
     def __init__(self, input_bits: int = 9, output_bits: int = 8, memory_size: int = 128,
                  memory_width: int = 20, read_heads: int = 1, write_heads: int = 1,

@@ -33,7 +33,11 @@ import keras_attn
 from keras_attn import _validation, decoding
 from keras_attn.choices import POINTER_ENCODERS
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel, check_export_backend
+from keras_attn.models.configured import (
+    ConfiguredModel,
+    check_export_backend,
+    write_export_meta,
+)
 
 END, START = 0, 0
 _PACKAGE = "keras_attn_models"
@@ -369,14 +373,24 @@ class PointerNet(ConfiguredModel):
         return archive
 
     def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
-               beam_width=1, select="log_prob", **kwargs):
-        """Writes the served SavedModel (`serving_archive`) to `filepath`."""
+               beam_width=1, select="log_prob", task=None, max_points=50, **kwargs):
+        """Writes the served SavedModel (`serving_archive`) to `filepath`; with `task`
+        (the `keras-attn` task it was trained for: `"pointer-sort"`, `"pointer-hull"`
+        or `"pointer-tsp"`), `assets.extra/` too, so `keras-attn predict` and
+        `explore` read it as that task's export (`max_points`: the largest set they
+        give it)."""
         if format != "tf_saved_model" or input_signature is not None or kwargs:
             raise ValueError("a pointer network's export takes `points` and `lengths` as a "
                              f"tf_saved_model; received format={format!r}"
                              + (f" and {sorted(kwargs) or ['input_signature']}"
                                 if input_signature is not None or kwargs else "") + ".")
         self.serving_archive(beam_width, select).write_out(filepath, verbose=False)
+        if task is not None:
+            settings = {"seed": 0, "point_dim": self.point_dim,
+                        "max_points": _validation.check_integer("max_points", max_points),
+                        "beam_width": int(beam_width), "start_index": self.start_index,
+                        "test_instances": 1000, "test_sizes": [], "train_sizes": []}
+            write_export_meta(self, filepath, str(task), settings)
         if verbose:
             print(f"Saved the pointer network's serving SavedModel to {filepath}")
         return filepath

@@ -14,7 +14,7 @@ import os
 
 import keras
 
-from keras_attn.models.configured import META_FORMAT, check_export_backend
+from keras_attn.models.configured import check_export_backend, write_export_meta
 
 
 def story_question_archive(tracked, serve, preprocessor):
@@ -56,19 +56,12 @@ def serving_archive(reader, preprocessor):
 
 def write_assets(model, preprocessor, path, task):
     """`assets.extra/` of an export written by `model.export`, as the command line's
-    exports have it: the `.keras` model, the vocabulary, the answers' forms and
+    exports have it: the vocabulary, the answers' forms, the `.keras` model and
     `meta.json` (`task`: the command-line task it is read as), for `keras-attn
     predict`, `evaluate` and `explore`."""
-    extra = os.path.join(path, "assets.extra")
-    os.makedirs(extra, exist_ok=True)
+    extra = write_export_meta(model, path, task, {"source": {"kind": "script"}, "names": {},
+                                                  **preprocessor.sizes()})
     preprocessor.vocabulary.save(os.path.join(extra, "vocab.json"))
     with open(os.path.join(extra, "forms.json"), "w", encoding="utf-8") as f:
         json.dump(preprocessor.forms, f, ensure_ascii=False, indent=0)
-    model.save(os.path.join(extra, "model.keras"))
-    config = {k: v for k, v in model.get_config().items() if k != "preprocessor"}
-    settings = {"source": {"kind": "script"}, "names": {}, **preprocessor.sizes()}
-    meta = {"task": task, "name": model.name, "config": config, "settings": settings,
-            "data": {"source": "script"}, "training": {}, "format": META_FORMAT}
-    with open(os.path.join(extra, "meta.json"), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=2, ensure_ascii=False)
     return path

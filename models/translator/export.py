@@ -9,12 +9,11 @@ a batch of only such strings included; a `text` that is not 1-D is refused with
 "`text` must be a 1-D string tensor of shape [batch]".
 """
 
-import json
 import os
 
 import keras
 
-from keras_attn.models.configured import META_FORMAT, check_export_backend
+from keras_attn.models.configured import check_export_backend, write_export_meta
 from keras_attn.models.translator.generation import decode_ids
 
 
@@ -69,16 +68,9 @@ def write_export(model, archive, path, beam_width=1, length_penalty=0.0):
     """Writes `archive` to `path`, with `assets.extra/` as the CLI's exports have it:
     the `.keras` model, both vocabularies and `meta.json`."""
     archive.write_out(path, verbose=False)
-    extra = os.path.join(path, "assets.extra")
-    os.makedirs(extra, exist_ok=True)
     preprocessor = model.preprocessor
+    extra = write_export_meta(model, path, "translator",
+                              export_settings(preprocessor, beam_width, length_penalty, model))
     preprocessor.source.save(os.path.join(extra, "source_vocab.json"))
     preprocessor.target.save(os.path.join(extra, "target_vocab.json"))
-    model.save(os.path.join(extra, "model.keras"))
-    config = {k: v for k, v in model.get_config().items() if k != "preprocessor"}
-    meta = {"task": "translator", "name": model.name, "config": config,
-            "settings": export_settings(preprocessor, beam_width, length_penalty, model),
-            "data": {"source": "script"}, "training": {}, "format": META_FORMAT}
-    with open(os.path.join(extra, "meta.json"), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=2, ensure_ascii=False)
     return path

@@ -127,3 +127,35 @@ def test_a_pointer_network_from_a_script(rng, tmp_path):
     assert [[i for i in row if i >= 0] for row in out["indices"]] == orders
     assert out["valid"] == [True, False] and out["some"][1] == [-1] * n
     assert sorted(i for i in out["some"][0] if i >= 0) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("cls, task", [(NTMSequenceModel, "ntm-copy"),
+                                       (DNCSequenceModel, "dnc-copy")])
+def test_a_bit_model_exported_for_its_task_is_read_by_predict(cls, task, tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("export runs on the TensorFlow backend")
+    model = cls(input_bits=9, output_bits=8, memory_size=8, memory_width=6,
+                controller_units=16)  # the copy task's layout, untrained
+    export = str(tmp_path / "export")
+    model.export(export, task=task)
+    meta = json.load(open(os.path.join(export, "assets.extra", "meta.json")))
+    assert meta["task"] == task and meta["settings"]["input_bits"] == 9
+    predicted = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "keras-attn"), "predict", export,
+         "--length", "4"], capture_output=True, text=True, timeout=300)
+    assert predicted.returncode == 0, predicted.stderr[-2000:]
+    assert "bit errors:" in predicted.stdout
+
+
+def test_a_pointer_network_exported_for_its_task_is_read_by_predict(tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("export runs on the TensorFlow backend")
+    model = PointerNet(point_dim=1, units=16, encoder_layers=1, heads=2)
+    export = str(tmp_path / "export")
+    model.export(export, task="pointer-sort", max_points=12)
+    assert json.load(open(os.path.join(export, "assets.extra", "meta.json")))[
+        "settings"]["max_points"] == 12
+    predicted = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "keras-attn"), "predict", export,
+         "--points", "0.5; 0.1; 0.9"], capture_output=True, text=True, timeout=300)
+    assert predicted.returncode == 0, predicted.stderr[-2000:]
