@@ -146,6 +146,22 @@ def test_a_transformer_trains_on_text_and_reloads(tmp_path):
     reloaded = keras.saving.load_model(path)
     assert reloaded.generate(sources[:5]) == model.generate(sources[:5])
     assert all(isinstance(t, str) for t in reloaded.generate(sources[:5]))
+    if keras.backend.backend() != "tensorflow":
+        return
+    export = str(tmp_path / "export")
+    model.export(export)
+    script = textwrap.dedent(f"""
+        import json, sys
+        import tensorflow as tf
+        serve = tf.saved_model.load({export!r}).signatures["serving_default"]
+        out = serve(text=tf.constant({sources[:5]!r}))
+        assert "keras_attn" not in sys.modules
+        print(json.dumps([t.decode() for t in out["translation"].numpy()]))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == model.generate(sources[:5])
 
 
 def test_fit_takes_a_dataset_of_strings():
