@@ -7,7 +7,7 @@ it and renamed, so TF Serving (which polls `<root>/<model>/`) never sees half a
 version, with the modes the umask gives (another user's server can read them).
 
 The graphs' own operations (text to ids and back, input checks) are in
-`keras_attn.models.text_graph`, beside the models that export them.
+`keras_attn.models.preprocessor_graph`, beside the models that export them.
 """
 
 import os

@@ -5,7 +5,7 @@ runs of a sentence (everything else separates them); the memory holds the most
 recent sentences that have a token, most recent first; an answer is written back in
 the case its story (or, failing that, the training data) writes it. Training data,
 `generate`, the command line and the exported graph (the graph methods below, with
-`models.memn2n.text_graph`: the same rules in TensorFlow string ops, held equal by
+`models.memn2n.preprocessor_graph`: the same rules in TensorFlow string ops, held equal by
 property tests) use it. TensorFlow is imported only there, where text becomes ids
 in a graph.
 """
@@ -72,6 +72,14 @@ def cased_answer(answer, story, forms):
     return ",".join(parts)
 
 
+def vocabulary_of(stories, questions, answers, extra_texts=()):
+    """The word `Vocabulary` of stories (sentence lists), questions and answers, and
+    `extra_texts` (the DNC's `.` and `?`): every token, the specials first."""
+    texts = [*extra_texts, *(normalize(s) for story in stories for s in story)]
+    texts += [normalize(q) for q in questions] + [normalize_answer(a) for a in answers]
+    return Vocabulary.build(texts, level="word")
+
+
 def _sentences(story):
     """A story as its sentences: a list of them, or one string, a sentence a line."""
     if isinstance(story, str):
@@ -116,9 +124,7 @@ class StoryPreprocessor(keras.layers.Layer):
             raise ValueError("`stories`, `questions` and `answers` must be non-empty and of "
                              f"the same length; received {len(stories)}, {len(questions)} and "
                              f"{len(answers)}.")
-        texts = [*extra_texts, *(normalize(s) for story in stories for s in story)]
-        texts += [normalize(q) for q in questions] + [normalize_answer(a) for a in answers]
-        vocabulary = Vocabulary.build(texts, level="word")
+        vocabulary = vocabulary_of(stories, questions, answers, extra_texts)
         forms = surface_forms([s for story in stories for s in story] + questions, answers)
         seen = sorted({normalize_answer(a) for a in answers})
         return stories, questions, vocabulary.tokens, forms, seen
@@ -166,34 +172,35 @@ class StoryPreprocessor(keras.layers.Layer):
         return {}
 
     # The graph side (TensorFlow, imported only here): the same rules with
-    # `models.memn2n.text_graph`, for the exported SavedModels.
+    # `models.memn2n.preprocessor_graph`, for the exported SavedModels.
 
     def serving_signature(self):
         """The `tf.TensorSpec`s of `serving_default(story, question)`."""
-        from keras_attn.models.text_graph import text_signature
+        from keras_attn.models.preprocessor_graph import text_signature
 
         return text_signature("story", "question")
 
     def graph_resources(self):
-        """The graph's word table and answer forms, made once (an export tracks them)."""
+        """The graph's word table and answer-forms table, made once (an export tracks
+        them)."""
         if not self._graph:
-            from keras_attn.models.memn2n.text_graph import AnswerCase
-            from keras_attn.models.text_graph import lookup_table
+            from keras_attn.models.memn2n.preprocessor_graph import forms_table
+            from keras_attn.models.preprocessor_graph import lookup_table
 
             self._graph["table"] = lookup_table(self.vocabulary.tokens)
-            self._graph["answer_case"] = AnswerCase(self.forms)
-        return self._graph["table"], self._graph["answer_case"]
+            self._graph["forms"] = forms_table(self.forms)
+        return self._graph["table"], self._graph["forms"]
 
     def graph_answers(self, logits, story, question):
         """Answer logits `[B, V]` → `{"answer", "probability"}` in the graph, as
         `decode` writes them (an empty or blank question: `""`, probability 0)."""
         import tensorflow as tf
 
-        from keras_attn.models.memn2n.text_graph import answer_of
+        from keras_attn.models.memn2n.preprocessor_graph import answer_of
 
-        _, answer_case = self.graph_resources()
+        _, forms = self.graph_resources()
         answers = tf.constant(self.vocabulary.tokens)
-        return answer_of(logits, answers, answer_case, story, question)
+        return answer_of(logits, answers, forms, story, question)
 
     def get_config(self):
         config = super().get_config()
@@ -277,17 +284,18 @@ class MemN2NPreprocessor(StoryPreprocessor):
     def graph_inputs(self, story, question):
         """`tf.string [B]` stories and questions → `(story, question, ids)`: both
         checked as one batch of 1-D strings, and the model's input ids (as `encode`)."""
-        from keras_attn.models.memn2n import text_graph
+        from keras_attn.models.memn2n import preprocessor_graph as graph
 
         table, _ = self.graph_resources()
-        story, question = text_graph.same_batch(story, question)
-        ids = {"story": text_graph.story_memory(story, table, self.memory_size,
+        story, question = graph.same_batch(story, question)
+        ids = {"story": graph.story_memory(story, table, self.memory_size,
                                                 self.sentence_length),
-               "question": text_graph.question_ids(question, table, self.question_length)}
+               "question": graph.question_ids(question, table, self.question_length)}
         return story, question, ids
 
 
 SENTENCE_END, QUESTION_MARK = ".", "?"
+WORD_SEQUENCE_MARKS = [f"{SENTENCE_END} {QUESTION_MARK}"]  # in the DNC's vocabulary
 
 
 def word_tokens(story, question, max_story_words):
@@ -336,7 +344,7 @@ class DNCQAPreprocessor(StoryPreprocessor):
     def from_texts(cls, stories, questions, answers, max_story_words=400, **kwargs):
         """Learns the vocabulary (`.` and `?` included) and the answers' forms."""
         _, _, tokens, forms, seen = cls.learn(stories, questions, answers,
-                                              extra_texts=[f"{SENTENCE_END} {QUESTION_MARK}"])
+                                              extra_texts=WORD_SEQUENCE_MARKS)
         return cls(tokens, forms, max_story_words=max_story_words, answers=seen, **kwargs)
 
     def sizes(self):
@@ -358,9 +366,9 @@ class DNCQAPreprocessor(StoryPreprocessor):
     def graph_inputs(self, story, question):
         """`tf.string [B]` stories and questions → `(story, question, ids)` in the
         graph, as `encode`."""
-        from keras_attn.models.memn2n import text_graph
+        from keras_attn.models.memn2n import preprocessor_graph as graph
 
         table, _ = self.graph_resources()
-        story, question = text_graph.same_batch(story, question)
-        words, step = text_graph.word_sequence(story, question, table, self.max_story_words)
+        story, question = graph.same_batch(story, question)
+        words, step = graph.word_sequence(story, question, table, self.max_story_words)
         return story, question, {"words": words, "answer_step": step}

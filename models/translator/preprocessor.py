@@ -3,7 +3,7 @@
 The one implementation of the translators' tokenisation. In Python it prepares
 training data and decodes `generate`'s ids; in a TensorFlow graph (a
 `tf.data` pipeline, the exported SavedModel) it runs the same rules with
-`keras_attn.models.text_graph`, which a property test holds equal to the
+`keras_attn.models.preprocessor_graph`, which a property test holds equal to the
 Python side token for token. TensorFlow is imported only there, when text
 becomes ids in a graph, as keras-hub's preprocessors do.
 """
@@ -158,7 +158,7 @@ class TranslatorPreprocessor(keras.layers.Layer):
 
     @property
     def preprocess(self):
-        """The normalisation as a dict, as `meta.json` and `text_graph` read it."""
+        """The normalisation as a dict, as `meta.json` and `preprocessor_graph` read it."""
         return {"level": self.level, "lowercase": self.lowercase,
                 "space_punctuation": self.space_punctuation,
                 "collapse_whitespace": self.collapse_whitespace}
@@ -219,20 +219,20 @@ class TranslatorPreprocessor(keras.layers.Layer):
         return ids
 
     # The graph side (TensorFlow, imported only here): the same rules with
-    # `models.text_graph`.
+    # `models.preprocessor_graph`.
 
     def lookup_tables(self):
         """The graph's token → id tables `(source, target)`, made once (an export
         archive tracks them)."""
         if not self._tables:
-            from keras_attn.models.text_graph import lookup_table
+            from keras_attn.models.preprocessor_graph import lookup_table
 
             self._tables["source"] = lookup_table(self.source.tokens)
             self._tables["target"] = lookup_table(self.target.tokens)
         return self._tables["source"], self._tables["target"]
 
     def call(self, texts):
-        from keras_attn.models.text_graph import tokenize
+        from keras_attn.models.preprocessor_graph import tokenize
 
         table, _ = self.lookup_tables()
         return tokenize(texts, table, self.preprocess, self.max_source_length,
@@ -243,7 +243,7 @@ class TranslatorPreprocessor(keras.layers.Layer):
         the batches `fit` takes (for a `tf.data` pipeline)."""
         import tensorflow as tf
 
-        from keras_attn.models.text_graph import tokenize
+        from keras_attn.models.preprocessor_graph import tokenize
 
         _, table = self.lookup_tables()
         width = self.max_target_length - 1
@@ -260,21 +260,21 @@ class TranslatorPreprocessor(keras.layers.Layer):
         where `blank` (`bool [B]`, from `served_text`) is true."""
         import tensorflow as tf
 
-        from keras_attn.models.text_graph import detokenize as graph_detokenize
+        from keras_attn.models.preprocessor_graph import detokenize as graph_detokenize
 
         text = graph_detokenize(ids, self.target.tokens, self.preprocess)
         return text if blank is None else tf.where(blank, tf.constant(""), text)
 
     def serving_signature(self):
         """The `tf.TensorSpec` of `serving_default(text)`."""
-        from keras_attn.models.text_graph import text_signature
+        from keras_attn.models.preprocessor_graph import text_signature
 
         return text_signature("text")
 
     def served_text(self, text):
         """A served `text` checked as `tf.string [batch]` (any other rank is refused at
         run time), and which of its strings are empty or blank (`bool [batch]`)."""
-        from keras_attn.models.text_graph import assert_batch_of_strings, is_blank
+        from keras_attn.models.preprocessor_graph import assert_batch_of_strings, is_blank
 
         text = assert_batch_of_strings("text", text)
         return text, is_blank(text)

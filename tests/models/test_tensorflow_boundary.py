@@ -1,5 +1,6 @@
 """`models/` uses `keras.ops`; TensorFlow only where a preprocessor turns text into ids
-in a graph (its graph methods and the `text_graph` modules they import lazily)."""
+in a graph: inside the functions of its modules (`preprocessor.py`,
+`preprocessor_graph.py`), imported when they run, never at module level."""
 
 import ast
 import importlib.util
@@ -11,9 +12,6 @@ import sys
 import pytest
 
 MODELS = pathlib.Path(__file__).resolve().parents[2] / "models"
-# The preprocessors' graph string handling, imported only from their methods.
-GRAPH_TEXT = {"text_graph.py", "memn2n/text_graph.py"}
-PREPROCESSORS = {"translator/preprocessor.py", "memn2n/preprocessor.py"}
 
 
 def tensorflow_imports(tree):
@@ -30,26 +28,31 @@ def tensorflow_imports(tree):
             yield node, id(node) in top
 
 
-def _graph_text_imports(tree):
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("text_graph"):
-            yield node, node in tree.body
-
-
-def test_tensorflow_only_in_the_preprocessors_string_handling():
+def test_tensorflow_only_inside_the_preprocessors_functions():
     offending = []
     for path in sorted(MODELS.rglob("*.py")):
         name = path.relative_to(MODELS).as_posix()
-        tree = ast.parse(path.read_text())
-        for node, top_level in tensorflow_imports(tree):
-            if name in GRAPH_TEXT or (name in PREPROCESSORS and not top_level):
-                continue
-            offending.append(f"{name}:{node.lineno} imports tensorflow")
-        if name not in GRAPH_TEXT:
-            for node, top_level in _graph_text_imports(tree):
-                if name not in PREPROCESSORS or top_level:
-                    offending.append(f"{name}:{node.lineno} imports {node.module}")
+        preprocessor = path.stem in ("preprocessor", "preprocessor_graph")
+        for node, top_level in tensorflow_imports(ast.parse(path.read_text())):
+            if top_level or not preprocessor:
+                offending.append(f"{name}:{node.lineno}")
     assert offending == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
+def test_importing_every_models_module_loads_no_tensorflow():
+    modules = [".".join(("keras_attn.models", *p.relative_to(MODELS).with_suffix("").parts))
+               for p in sorted(MODELS.rglob("*.py")) if p.name != "__init__.py"]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow')[:3])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "KERAS_BACKEND": "jax"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_the_check_finds_a_module_level_import(tmp_path):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from keras_attn.models.batching import EndlessBatches
 from keras_attn.models.dnc import DNCQA, OutputAtStep, compile_dnc_qa
 from keras_attn.models.memn2n.preprocessor import cased_answer
+from keras_attn.models.text import Vocabulary
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi, words
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -256,10 +257,10 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 def test_in_graph_word_sequence_equals_training(trained, sentences, question):
     import tensorflow as tf
 
-    from keras_attn.models import text_graph as export_lib
-    from keras_attn.models.memn2n import text_graph as memn2n_graph
+    from keras_attn.models import preprocessor_graph as export_lib
+    from keras_attn.models.memn2n import preprocessor_graph as memn2n_graph
 
-    vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
+    vocab = Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
     limit = json.load(open(os.path.join(trained["work"], "meta.json")))["settings"][
         "max_story_words"]
     sentences = [s.replace("\n", " ").replace("\r", " ") for s in sentences]

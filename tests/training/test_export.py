@@ -109,7 +109,7 @@ def test_bad_inputs_at_the_signature(trained):
     assert translation[2] == [t.decode() for t in serve(text=tf.constant([truncated]))["translation"].numpy()][0]
     assert np.all(np.isfinite(out["score"].numpy())) and np.all(np.isfinite(out["alignment"].numpy()))
     # Unseen characters become [UNK]: the ids equal Python's.
-    from keras_attn.models.text_graph import lookup_table, tokenize
+    from keras_attn.models.preprocessor_graph import lookup_table, tokenize
 
     ids = tokenize(tf.constant(["\u2603\u2603 1998"]), lookup_table(src.tokens), meta["preprocess"],
                    meta["max_source_length"]).numpy()[0]
@@ -137,8 +137,8 @@ def test_bad_inputs_at_the_signature(trained):
 def test_in_graph_tokenization_equals_training(texts, level, options):
     import tensorflow as tf
 
+    from keras_attn.models.preprocessor_graph import lookup_table, tokenize
     from keras_attn.models.text import Vocabulary, encode_batch, normalize_spacing
-    from keras_attn.models.text_graph import lookup_table, tokenize
 
     preprocess = {"level": level, "collapse_whitespace": level != "char", **options}
     if level == "char":
@@ -169,7 +169,7 @@ def test_in_graph_tokenization_equals_training(texts, level, options):
 def test_in_graph_lowercase_matches_python_and_keeps_text_after_a_nul(text):
     import tensorflow as tf
 
-    from keras_attn.models.text_graph import lowercase
+    from keras_attn.models.preprocessor_graph import lowercase
 
     if not text.isascii():  # ICU and Python differ on a few code points (see above)
         text = text.encode("ascii", "ignore").decode()
@@ -217,8 +217,8 @@ def test_evaluate_command_on_the_run_and_on_the_export(trained, capsys):
 def test_in_graph_detokenization_equals_training(rows, level, space_punctuation):
     import tensorflow as tf
 
+    from keras_attn.models.preprocessor_graph import detokenize as graph_detokenize
     from keras_attn.models.text import Vocabulary, detokenize
-    from keras_attn.models.text_graph import detokenize as graph_detokenize
 
     tokens = ["[PAD]", "[UNK]", "[START]", "[END]", "a", "b", "##c", "##d", "?", ".", "¿", "xy"]
     vocab = Vocabulary(tokens, level)

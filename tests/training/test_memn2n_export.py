@@ -10,6 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from keras_attn.models.memn2n.preprocessor import cased_answer
+from keras_attn.models.text import Vocabulary
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.memn2n import babi
 from keras_attn.training.tasks.memn2n.stories import generate_questions
@@ -137,10 +138,10 @@ def test_bad_inputs_have_defined_results_at_the_signature(trained):
 def test_in_graph_preprocessing_equals_training(trained, sentences, question):
     import tensorflow as tf
 
-    from keras_attn.models import text_graph as export_lib
-    from keras_attn.models.memn2n import text_graph as memn2n_export
+    from keras_attn.models import preprocessor_graph as export_lib
+    from keras_attn.models.memn2n import preprocessor_graph as memn2n_export
 
-    vocab = babi.Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
+    vocab = Vocabulary.load(os.path.join(trained["work"], "vocab.json"))
     meta = json.load(open(os.path.join(trained["work"], "meta.json")))["settings"]
     # Newlines separate sentences: a sentence cannot hold one.
     sentences = [s.replace("\n", " ").replace("\r", " ") for s in sentences]
@@ -202,9 +203,10 @@ def test_evaluate_on_the_run_and_on_the_export(trained, capsys):
 def test_in_graph_answer_case_equals_training(answer, sentences):
     import tensorflow as tf
 
-    from keras_attn.models.memn2n.text_graph import AnswerCase
+    from keras_attn.models.memn2n.preprocessor_graph import cased_answers, forms_table
 
     forms = {"jeff": "Jeff", "fred": "FRED", "a1": "A1"}
     sentences = [s.replace("\n", " ") for s in sentences]
-    got = AnswerCase(forms)(tf.constant([answer]), tf.constant(["\n".join(sentences)]))
+    got = cased_answers(tf.constant([answer]), tf.constant(["\n".join(sentences)]),
+                        forms_table(forms))
     assert got.numpy()[0].decode() == cased_answer(answer, sentences, forms)

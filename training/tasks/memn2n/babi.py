@@ -22,8 +22,9 @@ from keras_attn.models.memn2n.preprocessor import (
     memory_sentences,
     normalize,
     normalize_answer,
+    vocabulary_of,
 )
-from keras_attn.models.text import Vocabulary, encode_batch
+from keras_attn.models.text import encode_batch
 from keras_attn.training.data import read_utf8_lines
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
@@ -160,12 +161,9 @@ def split_by_story(questions, fraction, seed):
 
 
 def build_vocabulary(questions):
-    texts = []
-    for q in questions:
-        texts.extend(normalize(s) for s in q.story)
-        texts.append(normalize(q.question))
-        texts.append(normalize_answer(q.answer))
-    return Vocabulary.build(texts, level="word")
+    """The memory network's vocabulary of `questions` (`preprocessor.vocabulary_of`)."""
+    return vocabulary_of([q.story for q in questions], [q.question for q in questions],
+                         [q.answer for q in questions])
 
 
 def vectorize(questions, vocab, memory_size, sentence_length, question_length):

@@ -14,13 +14,11 @@ import numpy as np
 
 from keras_attn.models.batching import varied_first
 from keras_attn.models.memn2n.preprocessor import (
-    QUESTION_MARK,
-    SENTENCE_END,
-    normalize,
+    WORD_SEQUENCE_MARKS,
     normalize_answer,
+    vocabulary_of,
     word_tokens,
 )
-from keras_attn.models.text import Vocabulary
 
 
 def tokens_of(question, max_story_words):
@@ -30,13 +28,10 @@ def tokens_of(question, max_story_words):
 
 
 def build_vocabulary(questions):
-    """Every word of the stories, questions and answers, and `.` and `?`."""
-    texts = [f"{SENTENCE_END} {QUESTION_MARK}"]
-    for q in questions:
-        texts.extend(normalize(s) for s in q.story)
-        texts.append(normalize(q.question))
-        texts.append(normalize_answer(q.answer))
-    return Vocabulary.build(texts, level="word")
+    """Every word of the stories, questions and answers, and `.` and `?`
+    (`preprocessor.vocabulary_of`, as `DNCQAPreprocessor.from_texts` learns it)."""
+    return vocabulary_of([q.story for q in questions], [q.question for q in questions],
+                         [q.answer for q in questions], WORD_SEQUENCE_MARKS)
 
 
 def encode(questions, vocab, max_story_words):

@@ -3,7 +3,7 @@
 
 import tensorflow as tf
 
-from keras_attn.models.text_graph import assert_rank
+from keras_attn.models.preprocessor_graph import assert_rank
 
 
 def archive(model, settings):

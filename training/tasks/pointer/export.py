@@ -4,7 +4,7 @@ served layout."""
 
 import tensorflow as tf
 
-from keras_attn.models.text_graph import assert_rank
+from keras_attn.models.preprocessor_graph import assert_rank
 
 
 def archive(model, settings):

@@ -1,18 +1,19 @@
 """The preprocessors' string handling in a TensorFlow graph: text to ids and back.
 
-The graph half of `keras_attn.models.text`, imported only by a preprocessor's
-graph methods (and the command line's exports), when text becomes ids in a
-`tf.data` pipeline or a SavedModel: the one place of `models/` that uses TensorFlow,
-as keras-hub's preprocessors do; the models and layers use `keras.ops`. The text operations
-repeat `keras_attn.models.text` token for token (property tests check it):
-code-point, space-separated word or WordPiece tokens, `[UNK]` for unseen ones,
-padding and truncation to the trained maximum; inputs are expected in NFC, as
-TensorFlow has no Unicode normalisation op.
+The graph half of `keras_attn.models.text`, called only by a preprocessor's graph
+methods, when text becomes ids in a `tf.data` pipeline or a SavedModel (and by the
+command line's exports, for their input checks). Each function imports TensorFlow
+itself, when it runs, as keras-hub's preprocessors do: importing this module, or
+anything in `models/`, never loads TensorFlow. The text operations repeat
+`keras_attn.models.text` token for token (property tests check it): code-point,
+space-separated word or WordPiece tokens, `[UNK]` for unseen ones, padding and
+truncation to the trained maximum; inputs are expected in NFC, as TensorFlow has no
+Unicode normalisation op.
 """
 
 import re
 
-import tensorflow as tf
+import keras
 
 from keras_attn.models.text import (
     CONTINUATION,
@@ -34,6 +35,8 @@ def assert_rank(value, rank, message):
     readable at any rank: the rank is `rank` when entry `rank − 1` is a size
     (`≥ 0`) and entry `rank` is one of the `-1`s.
     """
+    import tensorflow as tf
+
     shape = tf.concat([tf.shape(value), tf.fill([rank + 1], -1)], axis=0)
     has_rank = tf.logical_and(shape[rank - 1] >= 0, tf.equal(shape[rank], -1))
     with tf.control_dependencies([tf.debugging.Assert(has_rank, [message])]):
@@ -43,23 +46,29 @@ def assert_rank(value, rank, message):
 def assert_batch_of_strings(name, value):
     """`value` as `[batch]`, checked at run time (a scalar, `[1, 1]` or any other
     rank fails with "`name` must be a 1-D string tensor of shape [batch]")."""
+    import tensorflow as tf
+
     value = assert_rank(value, 1, f"`{name}` must be a 1-D string tensor of shape [batch]")
     return tf.reshape(value, [-1])
 
 
 def text_signature(*names):
-    """The `tf.TensorSpec`s of a text endpoint: one `tf.string [batch]` per name."""
-    return [tf.TensorSpec([None], tf.string, name=name) for name in names]
+    """The input signature of a text endpoint: one string `[batch]` per name."""
+    return [keras.InputSpec(shape=(None,), dtype="string", name=name) for name in names]
 
 
 def is_blank(text):
     """`tf.bool [B]`: whether each string is empty or only whitespace (the ASCII
     whitespace `models.text` collapses), which a text signature answers as empty."""
+    import tensorflow as tf
+
     return tf.strings.regex_full_match(text, "[ \\t\\n\\r\\f\\v]*")
 
 
 def lookup_table(vocab_tokens):
     """token → id table; unseen tokens → `[UNK]`."""
+    import tensorflow as tf
+
     return tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(vocab_tokens[len(SPECIALS):]),
@@ -77,6 +86,8 @@ def lowercase(text):
     lowercased one by one, each given back its NUL, joined, and the last NUL dropped.
     (`reduce_join`'s `separator` is cut at a NUL too, so it cannot rejoin them.)
     """
+    import tensorflow as tf
+
     pieces = tf.strings.split(text, sep="\x00")
     lowered = tf.ragged.map_flat_values(tf.strings.lower, pieces, encoding="utf-8")
     joined = tf.strings.reduce_join(lowered + "\x00", axis=-1)
@@ -92,6 +103,8 @@ def word_pieces(words, table, longest_piece):
     `MAX_WORD_CHARS`, is one `[UNK]`. Every word advances at least one character
     a round, so the loop runs at most as many rounds as the longest word has
     characters, each round looking up every candidate length at once."""
+    import tensorflow as tf
+
     words = tf.convert_to_tensor(words, tf.string)
     lengths = tf.strings.length(words, unit="UTF8_CHAR")
     too_long = lengths > MAX_WORD_CHARS
@@ -139,6 +152,8 @@ def tokenize(text, table, preprocess, max_length, longest_piece=None):
     """`tf.string [B]` → int32 ids `[B, max_length]`, as `models.text` does it.
 
     `longest_piece` (subword level): `Vocabulary.longest_piece`."""
+    import tensorflow as tf
+
     text = tf.convert_to_tensor(text, tf.string)
     if preprocess.get("lowercase"):
         text = lowercase(text)
@@ -161,6 +176,8 @@ def tokenize(text, table, preprocess, max_length, longest_piece=None):
 def detokenize(tokens, vocab_tokens, preprocess):
     """int ids `[B, L]` → strings: tokens before the first `[END]`, specials dropped,
     joined as `models.text` joins them (`Vocabulary.decode`, then `detokenize`)."""
+    import tensorflow as tf
+
     shown = ["", "[UNK]", "", ""] + list(vocab_tokens[len(SPECIALS):])
     pieces = tf.gather(tf.constant(shown), tokens)
     before_end = tf.equal(tf.cumsum(tf.cast(tf.equal(tokens, END_ID), tf.int32), axis=1), 0)
