@@ -114,8 +114,9 @@ class BitSequenceModel(ConfiguredModel):
         """
         check_export_backend()
         reader = with_weightings(self)
-        output_bits = int(self.output.shape[-1])
-        read_shape, write_shape = (tuple(t.shape[2:]) for t in reader.outputs[1:])
+        output_bits, memory_size = self.output_bits, self.memory_size
+        read_shape = (self.read_heads, memory_size)
+        write_shape = (getattr(self, "write_heads", 1), memory_size)
 
         def serve(sequence):
             if input_check is not None:
@@ -156,11 +157,10 @@ class BitSequenceModel(ConfiguredModel):
                                 if input_signature is not None or kwargs else "") + ".")
         self.serving_archive().write_out(filepath, verbose=False)
         if task is not None:
-            heads = with_weightings(self).outputs
             settings = {"architecture": self.ARCHITECTURE, "seed": 0, "test_sequences": 1000,
-                        "input_bits": self.input_bits, "output_bits": int(self.output.shape[-1]),
-                        "memory_size": self.memory_size,
-                        "read_heads": int(heads[1].shape[2]), "write_heads": int(heads[2].shape[2])}
+                        "input_bits": self.input_bits, "output_bits": self.output_bits,
+                        "memory_size": self.memory_size, "read_heads": self.read_heads,
+                        "write_heads": getattr(self, "write_heads", 1)}
             write_export_meta(self, filepath, str(task), settings)
         if verbose:
             print(f"Saved the bit-sequence model's serving SavedModel to {filepath}")

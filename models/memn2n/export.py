@@ -17,17 +17,6 @@ import keras
 from keras_attn.models.configured import check_export_backend, write_export_meta
 
 
-def story_question_archive(tracked, serve, preprocessor):
-    """A `keras.export.ExportArchive` tracking `tracked`, serving `serve(story, question)`
-    as `serving_default` (the signature `preprocessor.serving_signature()`)."""
-    export = keras.export.ExportArchive()
-    for item in tracked:
-        export.track(item)
-    export.add_endpoint("serving_default", serve,
-                        input_signature=preprocessor.serving_signature())
-    return export
-
-
 def serving_archive(reader, preprocessor):
     """A bAbI QA model's `keras.export.ExportArchive` with its preprocessor (a
     `StoryPreprocessor`): `reader` is the model (the DNC's), or returns its hops'
@@ -50,8 +39,12 @@ def serving_archive(reader, preprocessor):
                     | {"hop_attention": keras.ops.cast(attention, "float32")})
         return preprocessor.graph_answers(outputs, story, question)
 
-    return story_question_archive((reader, *preprocessor.graph_resources()), serve,
-                                  preprocessor)
+    archive = keras.export.ExportArchive()
+    for item in (reader, *preprocessor.graph_resources()):
+        archive.track(item)
+    archive.add_endpoint("serving_default", serve,
+                         input_signature=preprocessor.serving_signature())
+    return archive
 
 
 def write_assets(model, preprocessor, path, task):

@@ -19,36 +19,34 @@ profiles are these presets (plus its training budget). Use one from a script:
 
 import copy
 
-_TEXT = {
-    "preprocessor": dict(level="subword", lowercase=False, space_punctuation=True,
-                         max_vocabulary="auto"),
-    "rnn": dict(attention="luong-general", input_feeding=False, embedding_dim=256,
-                encoder_units=256, decoder_units=256, attention_units=256,
-                attention_layer_size=256, dropout=0.0, word_dropout=0.0),
-    "transformer": dict(model_dim=256, feedforward_dim=1024, num_layers=2, dropout=0.0,
-                        word_dropout=0.0),
-    "compile": dict(label_smoothing=0.0),
-}
-_SMALL_TEXT_LEVERS = dict(dropout=0.3, word_dropout=0.1)
 
+def _preset(*, level, space_punctuation, max_vocabulary, attention, input_feeding,
+            embedding_dim, units, decoder_units, model_dim, feedforward_dim, num_layers,
+            dropout=0.0, word_dropout=0.0, label_smoothing=0.0):
+    """One preset's keyword arguments for the preprocessor, each model and `compile`."""
+    regularisation = dict(dropout=dropout, word_dropout=word_dropout)
+    return {
+        "preprocessor": dict(level=level, lowercase=False, space_punctuation=space_punctuation,
+                             max_vocabulary=max_vocabulary),
+        "rnn": dict(attention=attention, input_feeding=input_feeding,
+                    embedding_dim=embedding_dim, encoder_units=units,
+                    decoder_units=decoder_units, attention_units=decoder_units,
+                    attention_layer_size=decoder_units, **regularisation),
+        "transformer": dict(model_dim=model_dim, feedforward_dim=feedforward_dim,
+                            num_layers=num_layers, **regularisation),
+        "compile": dict(label_smoothing=label_smoothing),
+    }
+
+
+_TEXT = dict(level="subword", space_punctuation=True, max_vocabulary="auto",
+             attention="luong-general", input_feeding=False, embedding_dim=256, units=256,
+             decoder_units=256, model_dim=256, feedforward_dim=1024, num_layers=2)
 PRESETS = {
-    "dates": {
-        "preprocessor": dict(level="char", lowercase=False, space_punctuation=False,
-                             max_vocabulary=None),
-        "rnn": dict(attention="bahdanau", input_feeding=True, embedding_dim=64,
-                    encoder_units=64, decoder_units=128, attention_units=128,
-                    attention_layer_size=128, dropout=0.0, word_dropout=0.0),
-        "transformer": dict(model_dim=64, feedforward_dim=256, num_layers=1, dropout=0.0,
-                            word_dropout=0.0),
-        "compile": dict(label_smoothing=0.0),
-    },
-    "text": _TEXT,
-    "small-text": {
-        **_TEXT,
-        "rnn": {**_TEXT["rnn"], **_SMALL_TEXT_LEVERS},
-        "transformer": {**_TEXT["transformer"], **_SMALL_TEXT_LEVERS},
-        "compile": dict(label_smoothing=0.1),
-    },
+    "dates": _preset(level="char", space_punctuation=False, max_vocabulary=None,
+                     attention="bahdanau", input_feeding=True, embedding_dim=64, units=64,
+                     decoder_units=128, model_dim=64, feedforward_dim=256, num_layers=1),
+    "text": _preset(**_TEXT),
+    "small-text": _preset(**_TEXT, dropout=0.3, word_dropout=0.1, label_smoothing=0.1),
 }
 
 
