@@ -39,6 +39,19 @@ def write_export_meta(model, path, task, settings):
     return extra
 
 
+def check_export_arguments(what, inputs, format, input_signature, kwargs):
+    """Refuses what a zoo model's `export` does not take: another `format` than a
+    SavedModel, or an `input_signature` or keyword of Keras's `Model.export` (the
+    served inputs are fixed: `inputs`, e.g. "`text` strings")."""
+    if format != "tf_saved_model":
+        raise ValueError(f"`format` must be 'tf_saved_model' for {what} (its export takes "
+                         f"{inputs}); received {format!r}.")
+    if input_signature is not None or kwargs:
+        raise ValueError(f"{what[0].upper() + what[1:]}'s export takes {inputs}; "
+                         "`input_signature` and other arguments are not used; received "
+                         f"{sorted(kwargs) or ['input_signature']}.")
+
+
 def check_export_backend():
     """Refuses to write a SavedModel off the TensorFlow backend, saying how to get it."""
     if keras.backend.backend() != "tensorflow":

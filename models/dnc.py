@@ -183,11 +183,10 @@ class DNCQA(StoryQAModel):
 
 
 def compile_dnc_qa(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):
-    """RMSprop (momentum 0.9, the paper's), cross-entropy of the answer word."""
+    """`model.compile()` (the answer word's cross-entropy) with RMSprop (momentum 0.9,
+    the paper's) at this rate and clipping."""
     return compile_with_built_optimizer(
         model,
         optimizer=keras.optimizers.RMSprop(learning_rate, momentum=0.9, clipnorm=clipnorm),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
         jit_compile=jit_compile,
     )

@@ -20,6 +20,7 @@ from keras_attn.memory import NTMCell
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import (
     ConfiguredModel,
+    check_export_arguments,
     check_export_backend,
     write_export_meta,
 )
@@ -150,11 +151,8 @@ class BitSequenceModel(ConfiguredModel):
         """Writes the served SavedModel (`serving_archive`) to `filepath`; with `task`
         (the `keras-attn` task it was trained for, e.g. `"ntm-copy"`), `assets.extra/`
         too, so `keras-attn predict` and `explore` read it as that task's export."""
-        if format != "tf_saved_model" or input_signature is not None or kwargs:
-            raise ValueError("a bit-sequence model's export takes `sequence` as a "
-                             f"tf_saved_model; received format={format!r}"
-                             + (f" and {sorted(kwargs) or ['input_signature']}"
-                                if input_signature is not None or kwargs else "") + ".")
+        check_export_arguments("a bit-sequence model", "`sequence`", format, input_signature,
+                               kwargs)
         self.serving_archive().write_out(filepath, verbose=False)
         if task is not None:
             settings = {"architecture": self.ARCHITECTURE, "seed": 0, "test_sequences": 1000,
@@ -244,11 +242,10 @@ def bit_errors(y_true, y_pred):
 
 
 def compile_ntm(model, learning_rate=1e-4, clipnorm=10.0, jit_compile=True):
-    """RMSprop (momentum 0.9), as Graves et al. and the reference implementations."""
+    """`model.compile()` (its cost and metric) with RMSprop (momentum 0.9, as Graves et
+    al. and the reference implementations) at this rate and clipping."""
     return compile_with_built_optimizer(
         model,
         optimizer=keras.optimizers.RMSprop(learning_rate, momentum=0.9, clipnorm=clipnorm),
-        loss=bits_per_sequence,
-        metrics=[bit_errors],
         jit_compile=jit_compile,
     )

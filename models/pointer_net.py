@@ -35,6 +35,7 @@ from keras_attn.choices import POINTER_ENCODERS
 from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import (
     ConfiguredModel,
+    check_export_arguments,
     check_export_backend,
     write_export_meta,
 )
@@ -279,8 +280,9 @@ class PointerNet(ConfiguredModel):
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", **kwargs):
         """Keras's `compile`; `"auto"` gives the command line's recipe: Adam (1e-3,
         gradients clipped at norm 1), the cross-entropy of the target positions
-        (steps of weight 0 are padding: `teacher_forcing` gives the weights) and
-        the step accuracy."""
+        (steps of weight 0 are padding: `teacher_forcing` gives the weights; the
+        outputs are log-probabilities, so `from_logits=True` is exact) and the step
+        accuracy."""
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(1e-3, clipnorm=1.0)
         if loss == "auto":
@@ -379,11 +381,8 @@ class PointerNet(ConfiguredModel):
         or `"pointer-tsp"`), `assets.extra/` too, so `keras-attn predict` and
         `explore` read it as that task's export (`max_points`: the largest set they
         give it)."""
-        if format != "tf_saved_model" or input_signature is not None or kwargs:
-            raise ValueError("a pointer network's export takes `points` and `lengths` as a "
-                             f"tf_saved_model; received format={format!r}"
-                             + (f" and {sorted(kwargs) or ['input_signature']}"
-                                if input_signature is not None or kwargs else "") + ".")
+        check_export_arguments("a pointer network", "`points` and `lengths`", format,
+                               input_signature, kwargs)
         self.serving_archive(beam_width, select).write_out(filepath, verbose=False)
         if task is not None:
             settings = {"seed": 0, "point_dim": self.point_dim,
@@ -397,18 +396,11 @@ class PointerNet(ConfiguredModel):
 
 
 def compile_pointer_net(model, learning_rate=1e-3, clipnorm=1.0, jit_compile=True):
-    """Cross-entropy of the target positions (padding steps weigh 0) and step accuracy.
-
-    The model's outputs are log-probabilities, so `from_logits=True` is exact: a
-    log-softmax leaves them unchanged.
-    """
+    """`model.compile()` (the target positions' cross-entropy, the step accuracy) with
+    Adam at this rate and clipping."""
     return compile_with_built_optimizer(
-        model,
-        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="step_accuracy")],
-        jit_compile=jit_compile,
-    )
+        model, optimizer=keras.optimizers.Adam(learning_rate, clipnorm=clipnorm),
+        jit_compile=jit_compile)
 
 
 def teacher_forcing(outputs, start_index=None):

@@ -180,6 +180,9 @@ class MemN2NQA(StoryQAModel):
         if optimizer == "auto":
             optimizer = keras.optimizers.SGD(0.01, clipnorm=40.0)
         if loss == "auto":
+            # Summed over the batch, as in the paper's code: its learning rate and
+            # clipping norm are for the summed gradient (a mean would make the steps
+            # 32× smaller).
             loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                               reduction="sum")
         if metrics == "auto":
@@ -213,16 +216,7 @@ def compile_memn2n(model, optimizer="sgd", learning_rate=0.01, clipnorm=40.0, cl
         opt = keras.optimizers.Adam(learning_rate, **clipping)
     else:
         raise ValueError(f"`optimizer` must be 'sgd' or 'adam'; received {optimizer!r}.")
-    return compile_with_built_optimizer(
-        model,
-        optimizer=opt,
-        # Summed over the batch, as in the paper's code: its learning rate and
-        # clipping norm are for the summed gradient (a mean would make the
-        # steps 32× smaller).
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum"),
-        metrics=["accuracy"],
-        jit_compile=jit_compile,
-    )
+    return compile_with_built_optimizer(model, optimizer=opt, jit_compile=jit_compile)
 
 
 class MemN2NSchedule(keras.callbacks.Callback):

@@ -4,7 +4,7 @@
 
 import numpy as np
 
-from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.configured import ConfiguredModel, check_export_arguments
 
 
 class StoryQAModel(ConfiguredModel):
@@ -70,12 +70,8 @@ class StoryQAModel(ConfiguredModel):
         `serving_default(story, question)` → `answer`, `probability` and the
         reader's further outputs (`models.memn2n.export`); `assets.extra/` holds
         what `keras-attn predict` and `explore` read."""
-        if format != "tf_saved_model" or input_signature is not None or kwargs:
-            raise ValueError("a question-answering model's export takes `story` and "
-                             f"`question` strings as a tf_saved_model; received format="
-                             f"{format!r}" + (f" and {sorted(kwargs) or ['input_signature']}"
-                                              if input_signature is not None or kwargs
-                                              else "") + ".")
+        check_export_arguments("a question-answering model", "`story` and `question` strings",
+                               format, input_signature, kwargs)
         from keras_attn.models.memn2n.export import serving_archive, write_assets
 
         preprocessor = self._require_preprocessor("export a SavedModel that takes text")

@@ -13,7 +13,7 @@ from keras import ops
 from keras_attn import _validation
 from keras_attn.models.batching import BucketedBatches
 from keras_attn.models.compiling import compile_with_built_optimizer
-from keras_attn.models.configured import ConfiguredModel
+from keras_attn.models.configured import ConfiguredModel, check_export_arguments
 from keras_attn.models.text import END_ID, PAD_ID
 from keras_attn.models.translator.generation import generator, translate
 from keras_attn.models.translator.preprocessor import TranslatorPreprocessor
@@ -254,13 +254,7 @@ class Seq2SeqModel(ConfiguredModel):
         `keras-attn predict` and `explore` read. Other formats are refused: the
         training graph takes teacher-forced ids and translates nothing.
         """
-        if format != "tf_saved_model":
-            raise ValueError(f"`format` must be 'tf_saved_model' for a translator (its export "
-                             f"decodes text); received {format!r}.")
-        if input_signature is not None or kwargs:
-            raise ValueError("a translator's export takes `text` strings; `input_signature` "
-                             f"and other arguments are not used; received "
-                             f"{sorted(kwargs) or ['input_signature']}.")
+        check_export_arguments("a translator", "`text` strings", format, input_signature, kwargs)
         from keras_attn.models.translator.export import write_export
 
         archive = self.serving_archive(beam_width, length_penalty, max_length)
@@ -299,12 +293,8 @@ def compile_translator(model, learning_rate=DEFAULT_LEARNING_RATE, jit_compile="
     and label smoothing, the optimizer's variables built at once
     (`compile_with_built_optimizer`)."""
     return compile_with_built_optimizer(
-        model,
-        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
-        loss=sequence_loss(label_smoothing),
-        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
-        jit_compile=jit_compile,
-    )
+        model, optimizer=keras.optimizers.Adam(learning_rate, clipnorm=5.0),
+        label_smoothing=label_smoothing, jit_compile=jit_compile)
 
 
 def initialize_output_bias(model, token_counts):
