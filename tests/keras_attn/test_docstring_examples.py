@@ -13,6 +13,7 @@ import importlib.util
 import pathlib
 import pkgutil
 import re
+import shutil
 
 import keras
 import numpy as np
@@ -105,14 +106,23 @@ def test_the_readme_has_python():
 
 
 NEEDS_TENSORFLOW = "# Needs TensorFlow"
+#: Files a page's blocks read because the page wrote them in a step the suite
+#: cannot run (the migration guide's TF-Addons program): recorded copies.
+PAGE_FILES = {
+    "docs/guides/migration.md": [ROOT / "tests/keras_attn/tfa_parity/tfa_translator.npz"],
+}
 
 
 @pytest.mark.parametrize("page, block", list(_python_blocks()))
-def test_the_python_blocks_run(page, block):
+def test_the_python_blocks_run(page, block, tmp_path, monkeypatch):
     # A block that exports a SavedModel says so on its first line; it runs wherever
     # TensorFlow is installed (the README's test command), not in CI's JAX-only run.
     if block.startswith(NEEDS_TENSORFLOW) and importlib.util.find_spec("tensorflow") is None:
         pytest.skip("this block writes a SavedModel: it needs TensorFlow")
+    # Each block runs in a folder of its own, as a reader's would.
+    for source in PAGE_FILES.get(page.relative_to(ROOT).as_posix(), []):
+        shutil.copy(source, tmp_path)
+    monkeypatch.chdir(tmp_path)
     namespace = {}
     exec(compile(block, str(page), "exec"), namespace)
     # A block's last line may state its value in a comment.

@@ -1,7 +1,10 @@
 """Exact ports of `tfa.seq2seq`: TF-Addons 0.23's outputs, recorded by
 `tfa_parity/record.py` (TF 2.15), against keras-attn with the same weights."""
 
+import hashlib
 import os
+import re
+import shutil
 
 import keras
 import numpy as np
@@ -227,3 +230,49 @@ def test_ranking_is_checked():
     with pytest.raises(ValueError, match=r"`ranking` must be one of .*received 'tfa'"):
         beam_search(lambda t, s: None, [np.zeros((1, 2), "float32")], 1, 2, 3, START, END, 4,
                     ranking="tfa")
+
+
+GUIDE = os.path.join(os.path.dirname(FIXTURES), "..", "..", "docs", "guides", "migration.md")
+
+
+def _guide_blocks():
+    """`{title: code}` of the migration guide's Python blocks ("" for untitled)."""
+    with open(GUIDE, encoding="utf-8") as f:
+        found = re.findall(r'```python(?: title="([^"]*)")?\n(.*?)```', f.read(), re.DOTALL)
+    return found
+
+
+def test_the_guides_tf_addons_program_is_the_one_recorded():
+    programs = [code for title, code in _guide_blocks() if title.startswith("TF-Addons")]
+    assert len(programs) == 1
+    with open(os.path.join(FIXTURES, "tfa_translator.sha256")) as f:
+        recorded = f.read().strip()
+    assert hashlib.sha256(programs[0].encode()).hexdigest() == recorded, (
+        "the guide's TF-Addons program changed: record it again (tfa_parity/record.py program)")
+
+
+def test_the_guides_port_of_a_whole_program_matches_tf_addons(tmp_path, monkeypatch):
+    """The guide's keras-attn block, on the weights the guide's TF-Addons program
+    trained: the same teacher-forced logits and loss, and the same beams."""
+    ports = [code for title, code in _guide_blocks() if "load_tf_addons_weights" in code]
+    assert len(ports) == 1
+    shutil.copy(os.path.join(FIXTURES, "tfa_translator.npz"), tmp_path)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(ports[0], GUIDE, "exec"), namespace)
+    expected = np.load("tfa_translator.npz")
+    np.testing.assert_allclose(to_numpy(namespace["logits"]), expected["logits"], atol=TOLERANCE)
+    np.testing.assert_allclose(float(namespace["loss"]), expected["loss"], atol=TOLERANCE)
+    lengths = to_numpy(namespace["beams"]["lengths"])
+    np.testing.assert_array_equal(lengths, expected["lengths"])
+    theirs = np.ascontiguousarray(np.transpose(expected["predicted_ids"], (0, 2, 1)))
+    ours = to_numpy(namespace["beams"]["tokens"])[..., :theirs.shape[-1]]
+    np.testing.assert_array_equal(_until_end(ours), _until_end(theirs))
+    np.testing.assert_allclose(to_numpy(namespace["beams"]["scores"]), expected["scores"],
+                               atol=BEAM_TOLERANCE)
+    # The program trained: its best beams are the references (the reversed sources),
+    # so this compares a model that decodes, not noise.
+    best = _until_end(theirs)[:, 0]
+    correct = [np.array_equal(row[row > END], target[target > END])
+               for row, target in zip(best, expected["target_out"], strict=True)]
+    assert all(correct), best

@@ -5,7 +5,12 @@ environment, once, and CI only reads what it wrote:
 
     python3.11 -m venv /tmp/tfa && /tmp/tfa/bin/pip install "tensorflow-cpu==2.15.*" \\
         "tensorflow-addons==0.23.*" "numpy<2"
-    /tmp/tfa/bin/python tests/keras_attn/tfa_parity/record.py
+    /tmp/tfa/bin/python tests/keras_attn/tfa_parity/record.py [GROUP ...]
+
+GROUP is any of `mechanisms`, `wrappers`, `beam_search` and `program` (all by
+default). `program` runs the TF-Addons program of the migration guide as it is
+written there; it saves `tfa_translator.npz`, and `tfa_translator.sha256` records
+the program's text, so that the test notices when the guide's program changes.
 
 Each fixture holds `input/NAME` arrays, TF-Addons' variables as `var/NAME` (their
 names without the scope and `:0`), and its outputs as `output/NAME`; the test
@@ -13,13 +18,18 @@ copies the variables into the keras-attn layers and compares. Seeds are fixed, s
 a rerun writes the same numbers.
 """
 
+import argparse
+import hashlib
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_addons as tfa
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+GUIDE = os.path.join(HERE, "..", "..", "..", "docs", "guides", "migration.md")
+PROGRAM_TITLE = "TF-Addons 0.23 (TensorFlow 2.15): train, translate, save"
 BATCH, MEMORY_LENGTH, MEMORY_DEPTH, QUERY_DEPTH, UNITS = 3, 5, 6, 4, 7
 LENGTHS = np.array([5, 3, 1], "int32")
 
@@ -44,6 +54,8 @@ def _variables(layer):
 
 
 def _save(name, inputs, variables, outputs):
+    if _unsaved:
+        return
     arrays = {f"input/{k}": np.asarray(v) for k, v in inputs.items()}
     arrays.update({f"var/{k}": np.asarray(v) for k, v in variables.items()})
     arrays.update({f"output/{k}": np.asarray(v) for k, v in outputs.items()})
@@ -192,12 +204,56 @@ def beam_search_fixtures(rng, beam_width=4, vocab=9, max_length=6, batch=9, end_
                "lengths": sequence_lengths})
 
 
-def main():
+def guide_program(path=GUIDE):
+    """The migration guide's TF-Addons program, as the guide shows it."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    found = re.search(r'```python title="' + re.escape(PROGRAM_TITLE) + r'"\n(.*?)```',
+                      text, re.DOTALL)
+    return found.group(1)
+
+
+def program_fixture():
+    """Runs the guide's program here, where it writes `tfa_translator.npz`."""
+    program = guide_program()
     tf.keras.utils.set_random_seed(0)
-    rng = np.random.default_rng(0)
-    mechanism_fixtures(rng)
-    wrapper_fixtures(rng)
-    beam_search_fixtures(rng)
+    cwd = os.getcwd()
+    os.chdir(HERE)
+    try:
+        exec(compile(program, GUIDE, "exec"), {})
+    finally:
+        os.chdir(cwd)
+    with open(os.path.join(HERE, "tfa_translator.sha256"), "w") as f:
+        f.write(hashlib.sha256(program.encode()).hexdigest() + "\n")
+    print(f"wrote {os.path.join(HERE, 'tfa_translator.npz')}")
+
+
+GROUPS = ("mechanisms", "wrappers", "beam_search", "program")
+#: The groups drawn from one random generator in this order: each writes what it
+#: always wrote whichever of them are asked for, so the others run unsaved.
+SEEDED = (("mechanisms", mechanism_fixtures), ("wrappers", wrapper_fixtures),
+          ("beam_search", beam_search_fixtures))
+_unsaved = set()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("groups", nargs="*", metavar="GROUP",
+                        help=f"any of {', '.join(GROUPS)} (all by default)")
+    groups = parser.parse_args().groups or GROUPS
+    if set(groups) - set(GROUPS):
+        parser.error(f"GROUP must be among {GROUPS}; received {groups}")
+    if any(name in groups for name, _ in SEEDED):
+        tf.keras.utils.set_random_seed(0)
+        rng = np.random.default_rng(0)
+        for name, record in SEEDED:
+            _unsaved.clear()
+            if name not in groups:
+                _unsaved.add(name)
+            record(rng)
+        _unsaved.clear()
+    if "program" in groups:
+        program_fixture()
     with open(os.path.join(HERE, "VERSIONS"), "w") as f:
         f.write(f"tensorflow {tf.__version__}\ntensorflow-addons {tfa.__version__}\n")
 
