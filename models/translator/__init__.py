@@ -23,12 +23,13 @@ from keras_attn.models.translator.seq2seq import (
     padding_weights,
     sequence_loss,
 )
+from keras_attn.models.translator.tied_output import TiedOutput
 from keras_attn.models.translator.transformer import TransformerTranslator
 from keras_attn.models.translator.word_dropout import WordDropout
 
 __all__ = [
     "END_ID", "PAD_ID", "START_ID", "UNK_ID", "Generator", "Seq2SeqModel",
-    "SequenceCrossEntropy", "WordDropout",
+    "SequenceCrossEntropy", "TiedOutput", "WordDropout",
     "TransformerTranslator", "Translator", "TranslatorDecoder", "TranslatorEncoder",
     "TranslatorPreprocessor", "compile_translator", "decode_ids", "initialize_output_bias",
     "make_attention", "padding_weights", "sequence_loss", "translate",

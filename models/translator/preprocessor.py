@@ -37,6 +37,18 @@ def vocabulary_size(train_pairs):
     return int(min(MAX_AUTO_VOCABULARY, max(MIN_AUTO_VOCABULARY, train_pairs // 3)))
 
 
+def build_vocabularies(sources, targets, level, min_count=1, max_size=None, shared=False):
+    """Each side's `Vocabulary` from its normalised training texts, of at most
+    `max_size` ids; `shared`: one vocabulary of both sides' texts, of at most twice
+    that, for both."""
+    if shared:
+        both = Vocabulary.build([*sources, *targets], level, min_count,
+                                max_size and 2 * max_size)
+        return both, both
+    return (Vocabulary.build(sources, level, min_count, max_size),
+            Vocabulary.build(targets, level, min_count, max_size))
+
+
 @keras.saving.register_keras_serializable(package="keras_attn_models")
 class TranslatorPreprocessor(keras.layers.Layer):
     """Turns source and target sentences into the translators' token ids, and ids back.
@@ -119,7 +131,7 @@ class TranslatorPreprocessor(keras.layers.Layer):
     def from_texts(cls, sources, targets, level="subword", max_vocabulary="auto",
                    min_count=1, lowercase=False, space_punctuation=True,
                    collapse_whitespace=True, max_source_length=None, max_target_length=None,
-                   **kwargs):
+                   shared_vocabulary=False, **kwargs):
         """Learns both vocabularies and the lengths from parallel training texts.
 
         Args:
@@ -131,6 +143,9 @@ class TranslatorPreprocessor(keras.layers.Layer):
             min_count: drop tokens seen fewer times (they become `[UNK]`).
             max_source_length, max_target_length: as the class; by default the
                 longest training source and target (with `[START]`, `[END]`).
+            shared_vocabulary: one vocabulary learnt from both sides' texts, for
+                languages that share a script and names (a translator can then tie
+                both sides' embeddings), of twice `max_vocabulary` ids.
         """
         sources, targets = _texts("sources", sources), _texts("targets", targets)
         if len(sources) != len(targets):
@@ -147,8 +162,8 @@ class TranslatorPreprocessor(keras.layers.Layer):
         elif max_vocabulary is not None:
             max_vocabulary = _validation.check_integer(
                 "max_vocabulary", max_vocabulary, len(SPECIALS) + 1)
-        source = Vocabulary.build(sources, level, min_count, max_vocabulary)
-        target = Vocabulary.build(targets, level, min_count, max_vocabulary)
+        source, target = build_vocabularies(sources, targets, level, min_count, max_vocabulary,
+                                            shared_vocabulary)
         if max_source_length is None:
             max_source_length = max(1, max(len(source.encode(s)) for s in sources))
         if max_target_length is None:
@@ -162,6 +177,11 @@ class TranslatorPreprocessor(keras.layers.Layer):
         return {"level": self.level, "lowercase": self.lowercase,
                 "space_punctuation": self.space_punctuation,
                 "collapse_whitespace": self.collapse_whitespace}
+
+    @property
+    def shared_vocabulary(self):
+        """Whether both sides have one vocabulary (`from_texts(shared_vocabulary=True)`)."""
+        return self.source.tokens == self.target.tokens
 
     @property
     def source_vocabulary_size(self):

@@ -14,6 +14,7 @@ from keras_attn import _validation
 from keras_attn.choices import RNN_CELLS, TRANSLATOR_ATTENTIONS
 from keras_attn.models.text import PAD_ID
 from keras_attn.models.translator.seq2seq import Seq2SeqModel
+from keras_attn.models.translator.tied_output import TiedOutput
 from keras_attn.models.translator.word_dropout import WordDropout
 
 
@@ -42,15 +43,22 @@ def make_attention(kind, units):
 @keras.saving.register_keras_serializable(package="keras_attn_models")
 class TranslatorEncoder(keras.layers.Layer):
     """Embedding + bidirectional GRU/LSTM; returns the memory, its mask and the
-    decoder's initial cell state(s) (`tanh` projections of the final states)."""
+    decoder's initial cell state(s) (`tanh` projections of the final states).
+
+    `embedding`: an `Embedding` layer to read with instead of one of its own (the
+    decoder's, when a translator ties both sides' embeddings); the model that
+    shares it passes it again when it is rebuilt, so it is not in the config.
+    """
 
     def __init__(
-        self, vocab_size, embedding_dim, units, decoder_units, rnn="gru", dropout=0.0, **kwargs
+        self, vocab_size, embedding_dim, units, decoder_units, rnn="gru", dropout=0.0,
+        embedding=None, **kwargs
     ):
         super().__init__(**kwargs)
         self.vocab_size, self.embedding_dim, self.units = vocab_size, embedding_dim, units
         self.decoder_units, self.rnn_kind, self.dropout = decoder_units, rnn, dropout
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, name="embedding")
+        self.embedding = embedding or keras.layers.Embedding(vocab_size, embedding_dim,
+                                                             name="embedding")
         self.rnn = keras.layers.Bidirectional(
             _rnn_layer(rnn, units, return_sequences=True, return_state=True, dropout=dropout),
             name="bidirectional",
@@ -62,7 +70,8 @@ class TranslatorEncoder(keras.layers.Layer):
         ]
 
     def build(self, source_shape):
-        self.embedding.build(source_shape)
+        if not self.embedding.built:  # it may be the decoder's, shared (tied embeddings)
+            self.embedding.build(source_shape)
         self.rnn.build((*source_shape, self.embedding_dim))
         for bridge in self.bridges:
             bridge.build((source_shape[0], 2 * self.units))
@@ -95,7 +104,9 @@ class TranslatorEncoder(keras.layers.Layer):
 class TranslatorDecoder(keras.layers.Layer):
     """Target embedding, `AttentionWrapperCell` in `keras.layers.RNN`, output logits.
 
-    `call` runs teacher-forced over `target_in`; `step` is one decoding step.
+    `call` runs teacher-forced over `target_in`; `step` is one decoding step. With
+    `tie_embeddings` the logits are `P(ã_t) Eᵀ + b` (`TiedOutput`): the target
+    embedding `E` is the output layer too, after a linear map `P` to its size.
     """
 
     def __init__(
@@ -110,10 +121,12 @@ class TranslatorDecoder(keras.layers.Layer):
         rnn="gru",
         input_feeding=True,
         dropout=0.0,
+        tie_embeddings=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.vocab_size, self.embedding_dim, self.units = vocab_size, embedding_dim, units
+        self.tie_embeddings = bool(tie_embeddings)
         self.memory_size, self.attention_kind = memory_size, attention
         self.attention_units, self.attention_layer_size = attention_units, attention_layer_size
         self.rnn_kind, self.input_feeding, self.dropout = rnn, input_feeding, dropout
@@ -130,12 +143,28 @@ class TranslatorDecoder(keras.layers.Layer):
         # feed the (masked) loss, and a mask would `where` every memory state.
         self.rnn = keras.layers.RNN(self.cell, return_sequences=True, name="rnn")
         # Logits in float32 under mixed precision, for a stable softmax.
-        self.output_projection = keras.layers.Dense(vocab_size, dtype="float32", name="logits")
+        if self.tie_embeddings:
+            self.output_hidden = keras.layers.Dense(embedding_dim, name="output_hidden")
+            self.output_projection = TiedOutput(vocab_size, dtype="float32", name="logits")
+        else:
+            self.output_projection = keras.layers.Dense(vocab_size, dtype="float32",
+                                                        name="logits")
 
     def build(self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape):
-        self.embedding.build(target_in_shape)
+        if not self.embedding.built:  # it may be the encoder's, shared
+            self.embedding.build(target_in_shape)
         self.cell.build((target_in_shape[0], self.embedding_dim))
-        self.output_projection.build((target_in_shape[0], self.cell.output_size))
+        if self.tie_embeddings:
+            self.output_hidden.build((target_in_shape[0], self.cell.output_size))
+            self.output_projection.build((target_in_shape[0], self.embedding_dim))
+        else:
+            self.output_projection.build((target_in_shape[0], self.cell.output_size))
+
+    def logits(self, outputs):
+        """The output layer: `(…, output size)` decoder outputs → `(…, V)` logits."""
+        if self.tie_embeddings:
+            return self.output_projection(self.output_hidden(outputs), self.embedding.embeddings)
+        return self.output_projection(outputs)
 
     def initial_states(self, memory, source_mask, cell_states):
         return self.cell.get_initial_state(memory, source_mask, list(cell_states))
@@ -147,13 +176,13 @@ class TranslatorDecoder(keras.layers.Layer):
             outputs = self.cell.call_sequence(embedded, states, training=training)
         else:
             outputs = self.rnn(embedded, initial_state=states, training=training)
-        return self.output_projection(outputs)
+        return self.logits(outputs)
 
     def step(self, tokens, states, training=False):
         """One step: `(logits (N, V), states, alignment (N, T_in))`."""
         outputs, states = self.cell(self.embedding(tokens), states, training=training)
         alignment = states[self.cell.num_cell_states + 1]
-        return self.output_projection(outputs), states, alignment
+        return self.logits(outputs), states, alignment
 
     def compute_output_shape(
         self, target_in_shape, memory_shape, source_mask_shape, cell_states_shape
@@ -173,6 +202,7 @@ class TranslatorDecoder(keras.layers.Layer):
             "rnn": self.rnn_kind,
             "input_feeding": self.input_feeding,
             "dropout": self.dropout,
+            "tie_embeddings": self.tie_embeddings,
         }
 
 
@@ -199,6 +229,10 @@ class Translator(Seq2SeqModel):
         dropout: on the RNNs' inputs, in `[0, 1)`.
         word_dropout: the probability of replacing a source token by `[UNK]` while
             training (`WordDropout`), in `[0, 1)`.
+        tie_embeddings: the target embedding is the output layer too (`TiedOutput`,
+            Press & Wolf 2017); with a preprocessor whose two sides share one
+            vocabulary (`shared_vocabulary=True`), the source embedding is that same
+            matrix (three-way tying).
         preprocessor: a `TranslatorPreprocessor`, or `None` to train on ids.
 
     Example:
@@ -215,8 +249,8 @@ class Translator(Seq2SeqModel):
                  target_vocab_size: int | None = None, attention="bahdanau", rnn="gru",
                  embedding_dim: int = 64, encoder_units: int = 64, decoder_units: int = 128,
                  attention_units: int = 128, attention_layer_size: int = 128,
-                 input_feeding=True, dropout=0.0, word_dropout=0.0, preprocessor=None,
-                 **kwargs):
+                 input_feeding=True, dropout=0.0, word_dropout=0.0, tie_embeddings=False,
+                 preprocessor=None, **kwargs):
         _validation.check_number("dropout", dropout, low_inclusive=True, high=1.0)
         _validation.check_number("word_dropout", word_dropout, low_inclusive=True, high=1.0)
         if attention not in TRANSLATOR_ATTENTIONS:
@@ -232,8 +266,6 @@ class Translator(Seq2SeqModel):
             )
         source = keras.Input((None,), dtype="int32", name="source")
         target_in = keras.Input((None,), dtype="int32", name="target_in")
-        encoder = TranslatorEncoder(source_vocab_size, embedding_dim, encoder_units,
-                                    decoder_units, rnn=rnn, dropout=dropout, name="encoder")
         decoder = TranslatorDecoder(
             target_vocab_size,
             embedding_dim,
@@ -245,8 +277,14 @@ class Translator(Seq2SeqModel):
             rnn=rnn,
             input_feeding=input_feeding,
             dropout=dropout,
+            tie_embeddings=tie_embeddings,
             name="decoder",
         )
+        three_way = tie_embeddings and getattr(preprocessor, "shared_vocabulary", False)
+        encoder = TranslatorEncoder(source_vocab_size, embedding_dim, encoder_units,
+                                    decoder_units, rnn=rnn, dropout=dropout,
+                                    embedding=decoder.embedding if three_way else None,
+                                    name="encoder")
         source_ids = WordDropout(word_dropout, name="word_dropout")(source) if word_dropout \
             else source
         memory, mask, cell_states = encoder(source_ids)

@@ -28,6 +28,23 @@ def number_pairs():
     return [s for s, _ in pairs], [t for _, t in pairs]
 
 
+def served_translations(export, texts):
+    """What `serving_default(text=texts)` of the export at `export` translates, in a
+    fresh process that loads it with TensorFlow alone (never imports keras_attn)."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        import tensorflow as tf
+        serve = tf.saved_model.load({export!r}).signatures["serving_default"]
+        out = serve(text=tf.constant({list(texts)!r}))
+        assert "keras_attn" not in sys.modules
+        print(json.dumps([t.decode() for t in out["translation"].numpy()]))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def trained():
     """A translator trained on the number pairs from text, and its preprocessor."""
@@ -150,18 +167,7 @@ def test_a_transformer_trains_on_text_and_reloads(tmp_path):
         return
     export = str(tmp_path / "export")
     model.export(export)
-    script = textwrap.dedent(f"""
-        import json, sys
-        import tensorflow as tf
-        serve = tf.saved_model.load({export!r}).signatures["serving_default"]
-        out = serve(text=tf.constant({sources[:5]!r}))
-        assert "keras_attn" not in sys.modules
-        print(json.dumps([t.decode() for t in out["translation"].numpy()]))
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == model.generate(sources[:5])
+    assert served_translations(export, sources[:5]) == model.generate(sources[:5])
 
 
 def test_fit_takes_a_dataset_of_strings():

@@ -156,3 +156,21 @@ def test_the_regularisation_flags_reach_the_model_and_its_loss(tmp_path, capsys)
         cli.main(["train", "translator", "--help"])
     printed = capsys.readouterr().out
     assert "--word-dropout" in printed and "--label-smoothing" in printed
+
+
+def test_the_shared_vocabulary_and_tied_embeddings_flags_reach_the_model(tmp_path):
+    import keras
+
+    from keras_attn.training import cli
+    from keras_attn.training.errors import UsageError
+
+    work = tmp_path / "work"
+    common = ["--train-size", "200", "--test-size", "20", "--no-tensorboard", "--epochs", "1",
+              "--no-export", "--shared-vocabulary", "--tie-embeddings"]
+    cli.main(["train", "translator", *common, "--work-dir", str(work)])
+    model = keras.saving.load_model(str(work / "model.keras"))
+    assert model.get_config()["tie_embeddings"] is True and model.preprocessor.shared_vocabulary
+    assert model.get_layer("encoder").embedding is model.get_layer("decoder").embedding
+    with pytest.raises(UsageError, match="--tie-embeddings is an option of --model rnn"):
+        cli.main(["train", "translator", *common, "--model", "transformer",
+                  "--work-dir", str(tmp_path / "other")])

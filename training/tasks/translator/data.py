@@ -5,8 +5,12 @@ import dataclasses
 import numpy as np
 
 from keras_attn.models.batching import BucketedBatches
-from keras_attn.models.text import END_ID, UNK_ID, Vocabulary
-from keras_attn.models.translator.preprocessor import TranslatorPreprocessor, vocabulary_size
+from keras_attn.models.text import END_ID, UNK_ID
+from keras_attn.models.translator.preprocessor import (
+    TranslatorPreprocessor,
+    build_vocabularies,
+    vocabulary_size,
+)
 from keras_attn.training.errors import UsageError
 from keras_attn.training.tasks.translator.dates import date_splits
 from keras_attn.training.tasks.translator.parallel import load_parallel_tsv, split_pairs
@@ -102,8 +106,9 @@ def load_data(args):
         size = vocabulary_size(len(train)) if level == "subword" else 8000
         print(f"  vocabularies of at most {size} {level}s a side (--max-vocab auto, for "
               f"{len(train)} training pairs)")
-    source_vocab = Vocabulary.build([s for s, _ in train], level, args.min_count, size)
-    target_vocab = Vocabulary.build([t for _, t in train], level, args.min_count, size)
+    source_vocab, target_vocab = build_vocabularies(
+        [s for s, _ in train], [t for _, t in train], level, args.min_count, size,
+        shared=args.shared_vocabulary)
     sources = [source_vocab.encode(s) for s, _ in train]
     targets = [target_vocab.encode(t) for _, t in train]
     if args.max_tokens is not None:

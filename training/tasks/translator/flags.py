@@ -85,6 +85,10 @@ def add_arguments(parser):
                       "pieces; " + _profile_help("max_vocab") + " (auto: 8000 a side, "
                       "fewer subword pieces for a small corpus: one per 3 training pairs, at "
                       "least 1000)")
+    data.add_argument("--shared-vocabulary", action="store_true",
+                      help="one vocabulary learnt from both sides (twice --max-vocab ids), "
+                      "for languages that share a script and names; with --tie-embeddings "
+                      "both sides read one embedding")
     data.add_argument("--min-count", type=positive_int, default=1,
                       help="keep only tokens seen at least this often in training")
     data.add_argument("--max-tokens", type=positive_int,
@@ -124,6 +128,10 @@ def add_arguments(parser):
     for name in ("embedding_dim", "encoder_units", "decoder_units", "attention_units"):
         model.add_argument("--" + name.replace("_", "-"), type=positive_int,
                            help=_profile_help(name))
+    model.add_argument(
+        "--tie-embeddings", action="store_true",
+        help="the target embedding is the output layer too (Press & Wolf 2017), and with "
+        "--shared-vocabulary the source embedding as well (--model rnn)")
     regularise = parser.add_argument_group("regularisation (both models)")
     regularise.add_argument(
         "--dropout", type=probability,

@@ -40,6 +40,9 @@ def learning_rate(args, steps_per_epoch):
 def build_model(args, data):
     """The model of `--model`, sized by the flags and the data."""
     if args.model == "transformer":
+        if args.tie_embeddings:
+            raise ValueError("--tie-embeddings is an option of --model rnn; received it with "
+                             "--model transformer")
         return TransformerTranslator(
             preprocessor=data.preprocessor,
             model_dim=args.model_dim,
@@ -63,6 +66,7 @@ def build_model(args, data):
         input_feeding=args.input_feeding,
         dropout=args.dropout,
         word_dropout=args.word_dropout,
+        tie_embeddings=args.tie_embeddings,
     )
 
 
