@@ -1,7 +1,8 @@
 """Training speed of the memory models against their PyTorch reference implementations.
 
-    python benchmarks/memory_speed.py --peer-python PYTHON [--batch-sizes 1,16]
-                                      [--length 10] [--rounds 5] [--threads 1]
+    python benchmarks/memory_speed.py --peer-python PYTHON [--pytorch-ntm CLONE]
+                                      [--batch-sizes 1,16] [--length 10] [--rounds 5]
+                                      [--threads 1]
 
 Side by side, in one run, on the copy task (8-bit vectors, `--length` of them, a
 delimiter, the copy: `2 · length + 1` steps), a full training step each
@@ -11,22 +12,27 @@ delimiter, the copy: `2 · length + 1` steps), a full training step each
   registry (ixaxaar/pytorch-dnc, `dnc.DNC`), both an LSTM controller of 100 units
   (one layer), a memory of 64 × 20 and one read head.
 * **NTM**: ours (`models.ntm.NTMSequenceModel`) against a PyTorch NTM written here after
-  pytorch-ntm's design (loudinthecloud/pytorch-ntm: an `LSTMCell` controller of 100
-  fed the input and the last read, one read and one write head, content then
-  location addressing with a shift of ±1 and sharpening, a memory of 128 × 20; no
-  PyTorch NTM package exists), the same sizes.
+  pytorch-ntm's design (an `LSTMCell` controller of 100 fed the input and the last
+  read, one read and one write head, content then location addressing with a shift
+  of ±1 and sharpening, a memory of 128 × 20), the same sizes; and, with
+  `--pytorch-ntm CLONE`, against loudinthecloud/pytorch-ntm's own code
+  (`ntm.aio.EncapsulatedNTM(9, 8, 100, 1, 1, 128, 20)`, stepped as its `train.py`
+  steps it) from a local clone (no PyTorch NTM package exists; the clone is never a
+  dependency of this project).
 
 Ours runs on TensorFlow and on JAX (each a compiled step, as `keras-attn train`
-compiles it); the peers run eagerly, a Python loop over the steps, as their
-projects do. What differs beyond the framework: the peers' initialisations are
-their projects' own (orthogonal and Xavier in pytorch-dnc, PyTorch's defaults
-here), which change no step's cost.
+compiles it). Each peer runs twice: eagerly, a Python loop over the steps, as its
+project does (`torch`, `pytorch-ntm`), and with its forward pass under
+`torch.compile` (`torch.compile`, `pytorch-ntm.compile`; the backward pass and the
+optimiser stay as they are). What differs beyond the framework: the peers'
+initialisations are their projects' own (orthogonal and Xavier in pytorch-dnc,
+PyTorch's defaults in the rewrite), which change no step's cost.
 
 Each implementation runs in its own long-lived worker process, warmed up (compiled)
 before timing; the rounds alternate between the workers of one (model, batch) so
 that a change in the machine's load falls on all of them; the figure is the median
-round's sequences per second. `--peer-python` is a Python with `torch` and `dnc`
-installed (never a dependency of this project: `pip install torch dnc` in a venv of
+round's sequences per second, and each of our backends' ratio to each peer.
+`--peer-python` is a Python with `torch` and `dnc` installed (never a dependency of this project: `pip install torch dnc` in a venv of
 its own); ours run with this Python. `--threads` bounds every framework's threads
 alike (default: all cores).
 """
@@ -141,11 +147,34 @@ def torch_ntm_class():
     return PeerNTM
 
 
-def torch_step(model_name, batch_size, length):
+def reference_ntm(path):
+    """pytorch-ntm's `EncapsulatedNTM` from a clone at `path`, and a forward pass
+    over a `(B, T, inputs)` batch as its `train.py` steps it, one time step a call."""
+    import torch
+
+    sys.path.insert(0, os.path.abspath(path))
+    from ntm.aio import EncapsulatedNTM
+
+    sizes = SIZES["ntm"]
+    net = EncapsulatedNTM(BITS + 1, BITS, sizes["controller_units"], 1,
+                          sizes["write_heads"], sizes["memory_size"], sizes["memory_width"])
+
+    def forward(x):
+        net.init_sequence(x.shape[0])
+        return torch.stack([net(x[:, t])[0] for t in range(x.shape[1])], 1)
+
+    return net, forward
+
+
+def torch_step(model_name, batch_size, length, compiled=False, pytorch_ntm=None):
     import torch
 
     sizes = SIZES[model_name]
-    if model_name == "dnc":
+    # pytorch-ntm's network ends in a sigmoid (its loss is BCELoss); the others give logits.
+    probabilities = pytorch_ntm is not None
+    if probabilities:
+        net, forward = reference_ntm(pytorch_ntm)
+    elif model_name == "dnc":
         from dnc import DNC
 
         net = DNC(input_size=BITS + 1, hidden_size=sizes["controller_units"], rnn_type="lstm",
@@ -161,15 +190,18 @@ def torch_step(model_name, batch_size, length):
         net = torch_ntm_class()(BITS + 1, BITS, sizes["controller_units"],
                                 sizes["memory_size"], sizes["memory_width"])
         forward = net
+    if compiled:
+        forward = torch.compile(forward)
     optimizer = torch.optim.RMSprop(net.parameters(), lr=LEARNING_RATE, momentum=0.9)
     x, y = (torch.from_numpy(a) for a in copy_data(batch_size, length))
     target, counted = y[..., :-1], y[..., -1:]
 
     def step():
         optimizer.zero_grad()
-        logits = forward(x)
-        nats = torch.nn.functional.binary_cross_entropy_with_logits(
-            logits, target, reduction="none")
+        outputs = forward(x)
+        nats = (torch.nn.functional.binary_cross_entropy(outputs, target, reduction="none")
+                if probabilities else torch.nn.functional.binary_cross_entropy_with_logits(
+                    outputs, target, reduction="none"))
         loss = (nats * counted).sum() / batch_size
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), CLIPNORM)
@@ -181,12 +213,14 @@ def torch_step(model_name, batch_size, length):
 
 def worker(args):
     """Builds one step, warms it up, then answers `N` lines with N steps' seconds."""
-    if args.framework == "torch":
+    peer, _, mode = args.framework.partition(".")
+    if peer in PEERS:
         import torch
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        step = torch_step(args.model, args.batch_size, args.length)
+        step = torch_step(args.model, args.batch_size, args.length, compiled=mode == "compile",
+                          pytorch_ntm=args.pytorch_ntm if peer == "pytorch-ntm" else None)
     else:
         step = keras_step(args.model, args.batch_size, args.length)
     for _ in range(3):
@@ -200,6 +234,20 @@ def worker(args):
 
 
 # -- the side-by-side run -------------------------------------------------------------
+#: The peers' implementations: `torch` is the `dnc` package for the DNC and the
+#: rewrite above for the NTM; `pytorch-ntm` is that project's code (NTM only).
+PEERS = ("torch", "pytorch-ntm")
+
+
+def peers_of(model, args):
+    """The peer workers of a row, each eager and under `torch.compile`."""
+    names = ["torch"] + (["pytorch-ntm"] if model == "ntm" and args.pytorch_ntm else [])
+    return [f"{name}{mode}" for name in names for mode in ("", ".compile")]
+
+
+def is_peer(framework):
+    return framework.partition(".")[0] in PEERS
+
 def environment(framework, threads):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if framework in ("tensorflow", "jax"):
@@ -218,6 +266,8 @@ class Worker:
         command = [python, os.path.abspath(__file__), "--worker", "--framework", framework,
                    "--model", model, "--batch-size", str(batch_size), "--length",
                    str(args.length), "--threads", str(args.threads)]
+        if framework.startswith("pytorch-ntm"):
+            command += ["--pytorch-ntm", args.pytorch_ntm]
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, env=environment(framework, args.threads))
         if self.process.stdout.readline().strip() != "ready":
@@ -242,7 +292,7 @@ def steps_for(worker_, budget_seconds=4.0):
 
 def compare(model, batch_size, args, peer_python):
     frameworks = [(sys.executable, backend) for backend in args.backends.split(",")]
-    frameworks.append((peer_python, "torch"))
+    frameworks += [(peer_python, peer) for peer in peers_of(model, args)]
     workers = [Worker(python, framework, model, batch_size, args)
                for python, framework in frameworks]
     try:
@@ -256,29 +306,29 @@ def compare(model, batch_size, args, peer_python):
         for w in workers:
             w.close()
     median = {name: statistics.median(values) for name, values in rates.items()}
-    ours = max((name for name in median if name != "torch"), key=median.get)
+    ours = [name for name in median if not is_peer(name)]
+    peers = [name for name in median if is_peer(name)]
     return {"model": model, "batch_size": batch_size, "rounds": rates,
-            "sequences_per_second": median, "best_of_ours": ours,
-            "ratio": median[ours] / median["torch"]}
+            "sequences_per_second": median,
+            "ratios": {f"{o}/{p}": median[o] / median[p] for o in ours for p in peers}}
 
 
-def print_table(rows, backends):
-    names = [*backends, "torch"]
+def print_table(rows):
     print(f"\nsequences / s, training steps on copy (length {rows[0]['length']}), median of "
-          "rounds")
-    print(f"  {'model':<6}{'batch':>6}" + "".join(f"{n + (' (peer)' if n == 'torch' else ''):>16}"
-                                              for n in names) + f"{'ours / peer':>13}")
+          "rounds; then each of ours against each peer")
     for row in rows:
         rate = row["sequences_per_second"]
-        print(f"  {row['model']:<6}{row['batch_size']:>6}"
-              + "".join(f"{rate[n]:16.1f}" for n in names)
-              + f"{row['ratio']:12.2f}×")
+        print(f"  {row['model']} batch {row['batch_size']}: "
+              + ", ".join(f"{name} {value:.1f}" for name, value in rate.items()))
+        print("    " + ", ".join(f"{pair} {ratio:.2f}×" for pair, ratio in row["ratios"].items()))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-python", default=sys.executable,
                         help="a Python with torch and dnc installed")
+    parser.add_argument("--pytorch-ntm", metavar="CLONE",
+                        help="a clone of loudinthecloud/pytorch-ntm: its NTM joins the peers")
     parser.add_argument("--models", default="dnc,ntm")
     parser.add_argument("--batch-sizes", default="1,16")
     parser.add_argument("--backends", default="tensorflow,jax", help="ours")
@@ -298,6 +348,10 @@ def main():
 
     peer = subprocess.run([args.peer_python, "-c", "import torch, dnc; print(torch.__version__)"],
                           capture_output=True, text=True)
+    if args.pytorch_ntm and not os.path.isfile(os.path.join(args.pytorch_ntm, "ntm", "aio.py")):
+        raise SystemExit(f"memory_speed: --pytorch-ntm must be a clone of "
+                         f"loudinthecloud/pytorch-ntm (with ntm/aio.py); received "
+                         f"{args.pytorch_ntm!r}")
     if peer.returncode:
         raise SystemExit(f"memory_speed: --peer-python {args.peer_python!r} cannot import torch "
                          f"and dnc (pip install torch dnc there): {peer.stderr.strip()[-200:]}")
@@ -308,7 +362,7 @@ def main():
             rows.append(row)
             print(f"  {model} batch {batch_size}: " + json.dumps(
                 {k: round(v, 1) for k, v in row["sequences_per_second"].items()}), flush=True)
-    print_table(rows, args.backends.split(","))
+    print_table(rows)
     result = header("memory_speed", args) | {
         "command": " ".join(["python", "benchmarks/memory_speed.py", *sys.argv[1:]]),
         "torch": peer.stdout.strip(), "sizes": SIZES, "rows": rows,
