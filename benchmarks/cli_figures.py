@@ -20,17 +20,9 @@ import sys
 import tempfile
 import time
 
-from results_io import write_results
+from results_io import revision, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def commit():
-    try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def run(command, folder):
@@ -65,10 +57,10 @@ def main():
     for command in args.run:
         with tempfile.TemporaryDirectory() as folder:
             runs.append(run(command, folder))
-    write_results({"benchmark": "cli_figures", "commit": commit(),
+    write_results({"benchmark": "cli_figures", **revision(),
                    "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                "processor": platform.processor()},
-                   "date": time.strftime("%Y-%m-%d"), "runs": runs}, args.output)
+                   "runs": runs}, args.output)
 
 
 if __name__ == "__main__":

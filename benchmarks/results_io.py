@@ -3,6 +3,8 @@
 import json
 import os
 import platform
+import subprocess
+import time
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -19,6 +21,24 @@ def write_results(result, path, quiet=False):
     if not quiet:
         print(f"\nwrote {path}")
     return result
+
+
+def revision():
+    """`{"date", "commit"}` of this run: today and the checkout's short commit, with
+    `"+changes"` when tracked files differ from it (`None` outside a git checkout)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def git(*command):
+        return subprocess.run(["git", "-C", here, *command], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        if git("status", "--porcelain", "--untracked-files=no"):
+            commit += "+changes"
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"date": time.strftime("%Y-%m-%d"), "commit": commit}
 
 
 def header(name, args):

@@ -18,7 +18,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from results_io import default_path, write_results
+from results_io import default_path, revision, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,7 +55,7 @@ def main():
         print(f"{row['test'].rsplit('::', 1)[-1][:60]:<60} seed {row['seed']} oneDNN "
               f"{row['onednn']}: {'pass' if row['passed'] else 'FAIL'} ({row['seconds']} s)"
               + (f"  {row['failure'][0]}" if row["failure"] else ""))
-    write_results({"benchmark": "test_seeds", "machine": {
+    write_results({"benchmark": "test_seeds", **revision(), "machine": {
         "cpus": os.cpu_count(), "platform": platform.platform(),
         "processor": platform.processor()}, "config": vars(args), "rows": rows}, args.output)
 

@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from results_io import default_path, write_results  # noqa: E402
+from results_io import default_path, revision, write_results  # noqa: E402
 
 VALIDATION_LINE = re.compile(r"epoch (\d+): validation \(n=\d+, greedy\) BLEU ([0-9.]+)")
 SYSTEMS = {
@@ -133,7 +133,7 @@ def main(argv=None):
     result = {"benchmark": "translator_sizes", "command": " ".join(
         ["python", "benchmarks/translator_sizes.py", *(argv or sys.argv[1:])]),
         "test_pairs": len(test_pairs), "machine": {"cpus": os.cpu_count()},
-        "date": time.strftime("%Y-%m-%d"), "commit": _commit(), "runs": []}
+        **revision(), "runs": []}
     with tempfile.TemporaryDirectory() as folder:
         for size in sizes:
             for name, flags in systems.items():
@@ -148,14 +148,6 @@ def main(argv=None):
               f"{row['bleu_lowercase']:.2f} | {row['chrf']:.2f} | {row['minutes']} | "
               f"{row['training']['epochs']} ({row['training']['kept_epoch']}) |")
     return write_results(result, output)
-
-
-def _commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=HERE).stdout.strip() or None
-    except OSError:
-        return None
 
 
 if __name__ == "__main__":
