@@ -344,7 +344,7 @@ def main():
     if args.worker:
         return worker(args)
 
-    from results_io import default_path, header, write_results
+    from results_io import default_path, header, revision, write_results
 
     peer = subprocess.run([args.peer_python, "-c", "import torch, dnc; print(torch.__version__)"],
                           capture_output=True, text=True)
@@ -363,7 +363,7 @@ def main():
             print(f"  {model} batch {batch_size}: " + json.dumps(
                 {k: round(v, 1) for k, v in row["sequences_per_second"].items()}), flush=True)
     print_table(rows)
-    result = header("memory_speed", args) | {
+    result = header("memory_speed", args) | revision() | {
         "command": " ".join(["python", "benchmarks/memory_speed.py", *sys.argv[1:]]),
         "torch": peer.stdout.strip(), "sizes": SIZES, "rows": rows,
     }
