@@ -355,6 +355,7 @@ def main():
     if peer.returncode:
         raise SystemExit(f"memory_speed: --peer-python {args.peer_python!r} cannot import torch "
                          f"and dnc (pip install torch dnc there): {peer.stderr.strip()[-200:]}")
+    ran = revision()  # what the workers run, before anything can change it
     rows = []
     for model in args.models.split(","):
         for batch_size in map(int, args.batch_sizes.split(",")):
@@ -363,7 +364,7 @@ def main():
             print(f"  {model} batch {batch_size}: " + json.dumps(
                 {k: round(v, 1) for k, v in row["sequences_per_second"].items()}), flush=True)
     print_table(rows)
-    result = header("memory_speed", args) | revision() | {
+    result = header("memory_speed", args) | ran | {
         "command": " ".join(["python", "benchmarks/memory_speed.py", *sys.argv[1:]]),
         "torch": peer.stdout.strip(), "sizes": SIZES, "rows": rows,
     }

@@ -48,6 +48,7 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output", default=default_path("test_seeds"))
     args = parser.parse_args()
+    ran = revision()  # what the tests run on, before anything can change it
     cases = list(itertools.product(args.tests, args.seeds, args.onednn.split(",")))
     with ThreadPoolExecutor(args.workers) as pool:
         rows = list(pool.map(lambda case: run(*case), cases))
@@ -55,7 +56,7 @@ def main():
         print(f"{row['test'].rsplit('::', 1)[-1][:60]:<60} seed {row['seed']} oneDNN "
               f"{row['onednn']}: {'pass' if row['passed'] else 'FAIL'} ({row['seconds']} s)"
               + (f"  {row['failure'][0]}" if row["failure"] else ""))
-    write_results({"benchmark": "test_seeds", **revision(), "machine": {
+    write_results({"benchmark": "test_seeds", **ran, "machine": {
         "cpus": os.cpu_count(), "platform": platform.platform(),
         "processor": platform.processor()}, "config": vars(args), "rows": rows}, args.output)
 

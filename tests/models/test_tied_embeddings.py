@@ -85,6 +85,8 @@ def test_a_tied_translator_learns_reloads_and_exports(shared, tmp_path):
     model = Translator(preprocessor=preprocessor, tie_embeddings=True)
     model.compile()
     history = model.fit(x=sources, y=targets, batch_size=10, epochs=8, verbose=0)
+    # Measured over seeds 0–9 (oneDNN on): the last epoch's loss is 0.29–0.41 of the
+    # first's, vocabulary shared or not; with oneDNN off all pass (test_seeds_tied.json).
     assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
     path = str(tmp_path / "tied.keras")
     model.save(path)

@@ -109,14 +109,23 @@ def test_a_small_corpus_trains_with_the_small_corpus_levers(tmp_path):
     large.write_text("uno\tone\n" * flags.SMALL_CORPUS_LINES, encoding="utf-8")
     options = cli.task_options(["train", "translator", "--data", str(small)])
     assert (options.dropout, options.word_dropout, options.label_smoothing) == (0.3, 0.1, 0.1)
+    assert options.shared_vocabulary is True and options.tie_embeddings is True
     assert options.level == "subword" and options.patience == 3  # the rest: the text profile
-    assert flags.profile_line(options).startswith(
+    assert flags.profile_line(options) == (
         "profile: small-text (500 lines, fewer than 16,000): the text defaults with dropout "
-        "0.3, word dropout 0.1, label smoothing 0.1")
-    given = cli.task_options(["train", "translator", "--data", str(small), "--dropout", "0"])
+        "0.3, word dropout 0.1, label smoothing 0.1, a shared vocabulary, tied embeddings "
+        "(RNN) (flags given win)")
+    given = cli.task_options(["train", "translator", "--data", str(small), "--dropout", "0",
+                              "--no-tie-embeddings"])
     assert given.dropout == 0.0 and given.word_dropout == 0.1
+    assert given.tie_embeddings is False and given.shared_vocabulary is True
+    # Tied embeddings are the RNN's: the Transformer's small-corpus profile leaves them off.
+    transformer = cli.task_options(["train", "translator", "--data", str(small), "--model",
+                                    "transformer"])
+    assert transformer.tie_embeddings is False and transformer.shared_vocabulary is True
     options = cli.task_options(["train", "translator", "--data", str(large)])
     assert (options.dropout, options.word_dropout, options.label_smoothing) == (0.0, 0.0, 0.0)
+    assert options.shared_vocabulary is False and options.tie_embeddings is False
     assert flags.profile_line(options) == "profile: text (16,000 lines)"
 
 

@@ -124,9 +124,13 @@ def test_text_keeps_its_case_through_the_export(tmp_path):
     from keras_attn.training import cli
 
     data = write_numbers_tsv(tmp_path / "numbers.tsv", count=2000, sentences=True)
+    # Digits on one side and words on the other share no token, so the small-text
+    # profile's shared vocabulary and tied embeddings (chosen on Spanish–English) are
+    # off here: with them, 8 epochs left 1 of these 20 translations empty.
     cli.main(["train", "translator", "--data", str(data), "--epochs", "8", "--batch-size", "64",
               "--warmup-steps", "25", "--embedding-dim", "64", "--encoder-units", "64", "--decoder-units", "64",
-              "--attention-units", "64", "--work-dir", str(tmp_path / "work"),
+              "--attention-units", "64", "--no-shared-vocabulary", "--no-tie-embeddings",
+              "--work-dir", str(tmp_path / "work"),
               "--output-dir", str(tmp_path / "saved"), "--no-tensorboard", "--quiet"])
     serve = tf.saved_model.load(str(tmp_path / "saved" / "translator-numbers" / "1")
                                 ).signatures["serving_default"]

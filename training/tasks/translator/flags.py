@@ -47,9 +47,10 @@ def _profile(name):
     return dict(
         level=rules["level"], lowercase=rules["lowercase"],
         space_punctuation=rules["space_punctuation"], max_vocab=rules["max_vocabulary"],
+        shared_vocabulary=rules["shared_vocabulary"],
         **{key: rnn[key] for key in ("attention", "input_feeding", "embedding_dim",
                                      "encoder_units", "decoder_units", "attention_units",
-                                     "dropout", "word_dropout")},
+                                     "dropout", "word_dropout", "tie_embeddings")},
         **{key: transformer[key] for key in ("model_dim", "feedforward_dim", "num_layers")},
         label_smoothing=settings["compile"]["label_smoothing"], **TRAINING[name])
 
@@ -85,10 +86,10 @@ def add_arguments(parser):
                       "pieces; " + _profile_help("max_vocab") + " (auto: 8000 a side, "
                       "fewer subword pieces for a small corpus: one per 3 training pairs, at "
                       "least 1000)")
-    data.add_argument("--shared-vocabulary", action="store_true",
+    data.add_argument("--shared-vocabulary", action=argparse.BooleanOptionalAction,
                       help="one vocabulary learnt from both sides (twice --max-vocab ids), "
                       "for languages that share a script and names; with --tie-embeddings "
-                      "both sides read one embedding")
+                      "both sides read one embedding; " + _profile_help("shared_vocabulary"))
     data.add_argument("--min-count", type=positive_int, default=1,
                       help="keep only tokens seen at least this often in training")
     data.add_argument("--max-tokens", type=positive_int,
@@ -129,9 +130,10 @@ def add_arguments(parser):
         model.add_argument("--" + name.replace("_", "-"), type=positive_int,
                            help=_profile_help(name))
     model.add_argument(
-        "--tie-embeddings", action="store_true",
+        "--tie-embeddings", action=argparse.BooleanOptionalAction,
         help="the target embedding is the output layer too (Press & Wolf 2017), and with "
-        "--shared-vocabulary the source embedding as well (--model rnn)")
+        "--shared-vocabulary the source embedding as well (--model rnn only); "
+        + _profile_help("tie_embeddings"))
     regularise = parser.add_argument_group("regularisation (both models)")
     regularise.add_argument(
         "--dropout", type=probability,
@@ -224,8 +226,13 @@ def profile_line(options):
         return "profile: dates (the built-in data)"
     lines = corpus_lines(options.data)
     if kind == "small-text":
-        levers = ", ".join(f"{name.replace('_', ' ')} {value}"
-                           for name, value in SMALL_CORPUS.items())
+        # The numbers first, then the switches by what they turn on.
+        switches = {"shared_vocabulary": "a shared vocabulary",
+                    "tie_embeddings": "tied embeddings (RNN)"}
+        levers = ", ".join(
+            switches[name] if value is True else f"{name.replace('_', ' ')} {value}"
+            for name, value in sorted(SMALL_CORPUS.items(),
+                                      key=lambda item: isinstance(item[1], bool)))
         return (f"profile: small-text ({lines:,} lines, fewer than {SMALL_CORPUS_LINES:,}): "
                 f"the text defaults with {levers} (flags given win)")
     return f"profile: text ({lines:,} lines)"
@@ -234,6 +241,8 @@ def profile_line(options):
 def resolve_defaults(options):
     """The options with every flag left unset at its profile's value (dates, or text
     with `--data`)."""
-    unset = {name: value for name, value in PROFILES[profile_of(options)].items()
-             if getattr(options, name) is None}
+    profile = PROFILES[profile_of(options)]
+    if options.model == "transformer":  # tied embeddings are an option of the RNN only
+        profile = {**profile, "tie_embeddings": False}
+    unset = {name: value for name, value in profile.items() if getattr(options, name) is None}
     return dataclasses.replace(options, **unset)
