@@ -19,12 +19,11 @@ import numpy as np
 
 from keras_attn.models.memn2n import preprocessor
 from keras_attn.models.memn2n.preprocessor import (
+    MemN2NPreprocessor,
     memory_sentences,
     normalize,
-    normalize_answer,
     vocabulary_of,
 )
-from keras_attn.models.text import encode_batch
 from keras_attn.training.data import read_utf8_lines
 
 FILE_NAME = re.compile(r"^qa(\d+)_([A-Za-z0-9-]+)_(train|valid|test)\.txt$")
@@ -167,7 +166,9 @@ def build_vocabulary(questions):
 
 
 def vectorize(questions, vocab, memory_size, sentence_length, question_length):
-    """Arrays for `models.memn2n`.
+    """Arrays for `models.memn2n`: the ids `MemN2NPreprocessor.encode` gives (one
+    tokenisation for training, `generate` and the export), the answer ids, and where
+    each supporting statement sits in the memory.
 
     The memory holds the `memory_size` most recent statements, most recent first
     (slot 0); sentences and questions longer than their lengths are truncated.
@@ -177,21 +178,21 @@ def vectorize(questions, vocab, memory_size, sentence_length, question_length):
         question_length)}` int32, the answer ids `(n,)` and the memory slot of
         each supporting statement `(n, max supports)` (−1: none, or forgotten).
     """
-    n = len(questions)
-    story = np.zeros((n, memory_size, sentence_length), "int32")
+    tokenizer = MemN2NPreprocessor(vocab.tokens, memory_size=memory_size,
+                                   sentence_length=sentence_length,
+                                   question_length=question_length)
+    x = tokenizer.encode([list(q.story) for q in questions], [q.question for q in questions])
+    answers = tokenizer.encode_answers([q.answer for q in questions])
     most_supports = max((len(q.supporting) for q in questions), default=0)
-    support_slots = np.full((n, max(most_supports, 1)), -1, "int32")
+    support_slots = np.full((len(questions), max(most_supports, 1)), -1, "int32")
     for row, q in enumerate(questions):
-        # Sentences without a token are dropped (as the exported graph does).
-        kept = memory_sentences(q.story, memory_size)
-        if kept:
-            story[row, : len(kept)] = encode_batch(vocab, [t for _, t in kept], sentence_length)
-        slot_of = {i: slot for slot, (i, _) in enumerate(kept)}
+        # The slots of the sentences the memory keeps (a sentence without a token is
+        # dropped, as `encode` and the exported graph drop it).
+        slot_of = {i: slot for slot, (i, _) in enumerate(memory_sentences(q.story,
+                                                                          memory_size))}
         for column, index in enumerate(q.supporting):
             support_slots[row, column] = slot_of.get(index, -1)
-    question = encode_batch(vocab, [normalize(q.question) for q in questions], question_length)
-    answers = np.array([vocab.index.get(normalize_answer(q.answer), 1) for q in questions], "int32")
-    return {"story": story, "question": question}, answers, support_slots
+    return x, answers, support_slots
 
 
 def write_babi(questions, path):
