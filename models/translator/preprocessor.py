@@ -37,6 +37,15 @@ def vocabulary_size(train_pairs):
     return int(min(MAX_AUTO_VOCABULARY, max(MIN_AUTO_VOCABULARY, train_pairs // 3)))
 
 
+def is_string_dataset(x):
+    """Whether `x` is a `tf.data.Dataset` whose elements are all strings (what
+    `TranslatorPreprocessor.dataset_batches` takes); by type, without importing it."""
+    if not (type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")):
+        return False
+    specs = keras.tree.flatten(x.element_spec)
+    return bool(specs) and all(getattr(s.dtype, "name", None) == "string" for s in specs)
+
+
 def build_vocabularies(sources, targets, level, min_count=1, max_size=None, shared=False):
     """Each side's `Vocabulary` from its normalised training texts, of at most
     `max_size` ids; `shared`: one vocabulary of both sides' texts, of at most twice
@@ -274,6 +283,14 @@ class TranslatorPreprocessor(keras.layers.Layer):
         target_in = tf.concat([tf.fill([tf.shape(ids)[0], 1], START_ID), ids[:, :-1]], axis=1)
         weights = tf.cast(target_out != 0, "float32")
         return {"source": self(sources), "target_in": target_in}, target_out, weights
+
+    def dataset_batches(self, dataset, targets=None):
+        """A dataset of `(source, target)` string batches → the batches `fit` takes
+        (`tokenize_pairs` on each); `targets` must be `None`, the targets being in it."""
+        if targets is not None:
+            raise ValueError("`y` must be None when `x` is a tf.data.Dataset of (source, "
+                             f"target) strings; received {type(targets).__name__}.")
+        return dataset.map(self.tokenize_pairs)
 
     def detokenize(self, ids, blank=None):
         """Target ids `[B, L]` → `tf.string [B]`, in the graph (as `decode`); `""`

@@ -16,7 +16,7 @@ from keras_attn.models.compiling import compile_with_built_optimizer
 from keras_attn.models.configured import ConfiguredModel, check_export_arguments
 from keras_attn.models.text import END_ID, PAD_ID
 from keras_attn.models.translator.generation import generator, translate
-from keras_attn.models.translator.preprocessor import TranslatorPreprocessor
+from keras_attn.models.translator.preprocessor import TranslatorPreprocessor, is_string_dataset
 
 DEFAULT_LEARNING_RATE = 3e-3
 
@@ -88,8 +88,9 @@ class Seq2SeqModel(ConfiguredModel):
     * A target id `[PAD]` (0) carries no weight in the loss or the metrics when no
       `sample_weight` is given.
     * `fit(x=sources, y=targets)` and `evaluate` take lists (or arrays) of strings
-      when the model has a preprocessor, or a `tf.data.Dataset` of
-      `(source, target)` string batches; they are cut into length-bucketed batches.
+      when the model has a preprocessor, or a TensorFlow dataset of
+      `(source, target)` string batches (`TranslatorPreprocessor.dataset_batches`);
+      lists are cut into length-bucketed batches.
       The first `fit` on lists of text starts the output bias at the targets'
       log-frequencies (`initialize_output_bias`), as the command line does.
     * `generate(texts)` → translations; `export(path)` → the served SavedModel.
@@ -174,11 +175,8 @@ class Seq2SeqModel(ConfiguredModel):
 
     def _text_batches(self, sources, targets, batch_size, shuffle):
         preprocessor = self._require_preprocessor("train or evaluate on text")
-        if _is_dataset(sources):
-            if targets is not None:
-                raise ValueError("`y` must be None when `x` is a tf.data.Dataset of "
-                                 f"(source, target) strings; received {type(targets).__name__}.")
-            return sources.map(preprocessor.tokenize_pairs)
+        if is_string_dataset(sources):
+            return preprocessor.dataset_batches(sources, targets)
         if targets is None:
             raise ValueError("`y` must be the target texts when `x` is text; received None.")
         if isinstance(targets, str) or len(targets) != len(sources):
@@ -248,8 +246,8 @@ class Seq2SeqModel(ConfiguredModel):
                beam_width=1, length_penalty=0.0, max_length=None, **kwargs):
         """Writes the served SavedModel to `filepath` (TensorFlow backend).
 
-        `serving_default(text)`: `text` `tf.string [batch]` in; `translation`
-        (`tf.string`), `score` (`float32`) and `alignment`
+        `serving_default(text)`: `text` strings `[batch]` in; `translation`
+        (strings), `score` (`float32`) and `alignment`
         (`float32 [batch, out_len, in_len]`) out. `assets.extra/` holds what
         `keras-attn predict` and `explore` read. Other formats are refused: the
         training graph takes teacher-forced ids and translates nothing.
@@ -265,16 +263,11 @@ class Seq2SeqModel(ConfiguredModel):
         return filepath
 
 
-def _is_dataset(x):
-    return type(x).__module__.startswith("tensorflow") and hasattr(x, "element_spec")
-
-
 def _is_text(x):
-    """Whether `x` is text: a list, tuple or array of strings, or a `tf.data.Dataset`
-    of strings."""
-    if _is_dataset(x):
-        specs = keras.tree.flatten(x.element_spec)
-        return bool(specs) and all(getattr(s.dtype, "name", None) == "string" for s in specs)
+    """Whether `x` is text: a list, tuple or array of strings, or a dataset of strings
+    (`is_string_dataset`)."""
+    if is_string_dataset(x):
+        return True
     if isinstance(x, np.ndarray):
         return x.dtype.kind in "USO" and x.size > 0 and isinstance(x.flat[0], (str, bytes))
     return isinstance(x, (list, tuple)) and len(x) > 0 and isinstance(x[0], str)
