@@ -54,7 +54,7 @@ def _variables(layer):
 
 
 def _save(name, inputs, variables, outputs):
-    if _unsaved:
+    if not _saving:
         return
     arrays = {f"input/{k}": np.asarray(v) for k, v in inputs.items()}
     arrays.update({f"var/{k}": np.asarray(v) for k, v in variables.items()})
@@ -233,10 +233,11 @@ GROUPS = ("mechanisms", "wrappers", "beam_search", "program")
 #: always wrote whichever of them are asked for, so the others run unsaved.
 SEEDED = (("mechanisms", mechanism_fixtures), ("wrappers", wrapper_fixtures),
           ("beam_search", beam_search_fixtures))
-_unsaved = set()
+_saving = True
 
 
 def main():
+    global _saving
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("groups", nargs="*", metavar="GROUP",
                         help=f"any of {', '.join(GROUPS)} (all by default)")
@@ -247,11 +248,9 @@ def main():
         tf.keras.utils.set_random_seed(0)
         rng = np.random.default_rng(0)
         for name, record in SEEDED:
-            _unsaved.clear()
-            if name not in groups:
-                _unsaved.add(name)
+            _saving = name in groups
             record(rng)
-        _unsaved.clear()
+        _saving = True
     if "program" in groups:
         program_fixture()
     with open(os.path.join(HERE, "VERSIONS"), "w") as f:
