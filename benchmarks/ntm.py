@@ -94,7 +94,8 @@ def one_run(job):
     result["late_spike"] = bool(record["converged_at"] and final > 1.0)
     result["diverged"] = bool(record["diverged"])
     if job.get("test_sequences"):
-        result["test"] = ntm.figures(model, ntm.SPECS[name], job["seed"], job["test_sequences"])
+        result["test"] = ntm.figures(model, bit_task.spec_for(args), job["seed"],
+                                     job["test_sequences"])
     return result
 
 
@@ -160,7 +161,7 @@ def main():
     parser.add_argument("--output", help="JSON path (default benchmarks/results/MODEL.json)")
     args, task_flags = parser.parse_known_args()
 
-    from results_io import default_path, worker_backend, worker_pool, write_results
+    from results_io import default_path, revision, worker_backend, worker_pool, write_results
 
     known = TASK_NAMES[args.model]
     tasks = [t.strip() for t in (args.tasks or ",".join(known)).split(",") if t.strip()]
@@ -168,6 +169,7 @@ def main():
     if unknown:
         raise SystemExit(f"--tasks: unknown {unknown} for {args.model}; expected some of {known}")
     backend = worker_backend()
+    ran = revision()  # what the runs train on, before anything can change it
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
     jobs = [{"task": t, "seed": 0, "flags": budget + task_flags,
              "test_sequences": args.test_sequences} for t in tasks]
@@ -201,7 +203,7 @@ def main():
             write_results({"partial": True, "runs": runs}, partial_path, quiet=True)
     wall = time.time() - start
 
-    result = {"model": args.model, "backend": backend, "workers": args.workers,
+    result = {"model": args.model, **ran, "backend": backend, "workers": args.workers,
               "task_flags": task_flags,
               "wall_seconds": round(wall, 1),
               "command": " ".join(["python", "benchmarks/ntm.py", *sys.argv[1:]]), "tasks": {}}

@@ -32,6 +32,31 @@ def test_repeat_copy_layout():
     np.testing.assert_array_equal(y[0, :, -1], [0] * (length + 2) + [1] * (steps - length - 2))
 
 
+def test_repeat_copy_with_a_start_marker_and_a_scaled_count():
+    length, repeats = 3, 15
+    x, y = algorithmic.repeat_copy_batch(np.random.default_rng(1), 2, length, repeats,
+                                         start_marker=True, count_scale=20)
+    steps = algorithmic.repeat_copy_steps(length, repeats, start_marker=True)
+    assert steps == 1 + 3 + 2 + 45 + 1 and x.shape == (2, steps, 11) and y.shape == (2, steps, 10)
+    # The start flag alone on the first step, on its own channel.
+    np.testing.assert_array_equal(x[:, :, 10].sum(1), [1, 1])
+    assert np.all(x[:, 0, 10] == 1) and not x[:, 0, :10].any()
+    pattern = x[:, 1 : 1 + length, :8]
+    assert np.all(x[:, 1 + length, 8] == 1) and x[:, :, 8].sum() == 2
+    # 15 repeats over a scale of 20: inside the 0.05 … 0.5 of counts 1 … 10.
+    np.testing.assert_allclose(x[:, 2 + length, 9], 0.75)
+    for r in range(repeats):
+        start = 1 + length + 2 + r * length
+        np.testing.assert_array_equal(y[:, start : start + length, :8], pattern)
+    assert np.all(y[:, steps - 1, 8] == 1) and y[:, :, 8].sum() == 2
+    np.testing.assert_array_equal(y[0, :, -1], [0] * (length + 3) + [1] * (steps - length - 3))
+
+
+def test_repeat_copy_refuses_a_count_scale_that_is_not_positive():
+    with pytest.raises(ValueError, match="`count_scale` must be a positive number"):
+        algorithmic.repeat_copy_batch(np.random.default_rng(0), 1, 2, 2, count_scale=0)
+
+
 def test_normalised_repeats_have_mean_zero_and_variance_one():
     values = algorithmic.normalised_repeats(np.arange(1, 11), 10)
     assert abs(values.mean()) < 1e-12 and abs(values.var() - 1) < 1e-12

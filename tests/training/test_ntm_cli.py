@@ -55,6 +55,44 @@ def test_every_task_generates_what_its_model_takes(name):
     assert len(x) == len(task.validation) * ntm.VALIDATION_EACH
 
 
+@pytest.mark.parametrize("name", ["ntm-repeat-copy", "dnc-repeat-copy"])
+@pytest.mark.parametrize("start_marker", [False, True])
+@pytest.mark.parametrize("count_scale", [None, 20])
+def test_every_repeat_copy_encoding_generates_what_its_model_takes(name, start_marker,
+                                                                   count_scale):
+    task = ntm.SPECS[name].encoded(start_marker=start_marker, count_scale=count_scale)
+    assert task.model["input_bits"] == 10 + start_marker
+    for params in task.validation + tuple(task.tests.values()):
+        x, y = task.batch(np.random.default_rng(0), 2, params)
+        assert x.shape == (2, task.steps(**params), task.model["input_bits"])
+        assert y.shape[1] == x.shape[1]
+        repeats = params["repeats"]
+        count = (repeats - 5.5) / np.sqrt(99 / 12) if count_scale is None else repeats / 20
+        np.testing.assert_allclose(x[:, :, 9].sum(1), count, rtol=1e-6)  # the count's channel
+        assert not start_marker or np.all(x[:, 0, 10] == 1)
+    with pytest.raises(ValueError, match="takes the encoding options"):
+        task.encoded(start=True)
+
+
+def test_a_repeat_copy_run_records_its_encoding_and_evaluates_with_it(tmp_path, capsys):
+    work = str(tmp_path / "work")
+    cli.main(["train", "ntm-repeat-copy", *SMALL, "--sequences", "8", "--check-every", "4",
+              "--test-sequences", "2", "--patience", "0", "--start-marker",
+              "--repeat-count", "scaled", "--work-dir", work])
+    printed = capsys.readouterr().out
+    settings = json.load(open(os.path.join(work, "meta.json")))["settings"]
+    assert settings["start_marker"] is True and settings["repeat_count"] == "scaled"
+    assert settings["input_bits"] == 11
+    cli.main(["evaluate", "ntm-repeat-copy", "--run-dir", work])
+    evaluated = capsys.readouterr().out.splitlines()[1:]
+    assert evaluated == [line for line in printed.splitlines() if "bit errors / sequence" in line]
+    # An export from before the flags records neither: the original encoding.
+    bit_task = __import__("keras_attn.training.tasks", fromlist=["get"]).get("ntm-repeat-copy")
+    old = bit_task.spec_for({"input_bits": 10})
+    assert old.encoding == {"start_marker": False, "count_scale": None}
+    assert old.model["input_bits"] == 10
+
+
 def test_the_training_batches_are_reproducible_and_bucketed():
     task = ntm.SPECS["ntm-repeat-copy"]
     x1, y1 = ntm.training_batch(task, 3, 4, check=0, index=2)

@@ -10,9 +10,15 @@ compiled training step can be reused for several lengths.
   (channel 8), then `L` zero steps during which the copy is expected:
   `T = 2L + 1`, inputs 9 channels, outputs 8.
 * repeat copy: `L` vectors, a delimiter (channel `bits`), one step carrying the
-  repeat count `R` on channel `bits + 1`, normalised to mean 0 and variance 1 over
-  `1 … max_repeats`; then the sequence `R` times and an end marker on output channel
-  `bits`: `T = L + 2 + L·R + 1`, inputs `bits + 2`, outputs `bits + 1`.
+  repeat count `R` on channel `bits + 1`; then the sequence `R` times and an end
+  marker on output channel `bits`: `T = L + 2 + L·R + 1`, inputs `bits + 2`, outputs
+  `bits + 1`. The count is `R / count_scale` when `count_scale` is given (DeepMind's
+  DNC code: with the scale at least the largest count tested, an unseen count stays in
+  the range trained on), otherwise normalised to mean 0 and variance 1 over
+  `1 … max_repeats` (pytorch-ntm; 15 repeats then lie at +3.3 σ against a training
+  maximum of +1.57 σ). With `start_marker` a first step flags the start on channel
+  `bits + 2` (inputs `bits + 3`, `T` one longer): a content anchor the read head can
+  return to at each repetition.
 * associative recall (`bits` = 6, items of 3 vectors): each item is a delimiter
   step (channel `bits`) and its vectors; then a query delimiter (channel
   `bits + 1`), a copy of one item but the last, the query delimiter again, and
@@ -69,8 +75,12 @@ def copy_batch(rng, batch_size, length, bits=8, total_steps=None):
     return inputs, targets
 
 
-def repeat_copy_steps(length, repeats):
-    return length + 2 + length * repeats + 1
+# A repeat count over this scale: at least the largest count the figures test.
+COUNT_SCALE = 20
+
+
+def repeat_copy_steps(length, repeats, start_marker=False):
+    return int(start_marker) + length + 2 + length * repeats + 1
 
 
 def normalised_repeats(repeats, max_repeats=10):
@@ -80,17 +90,26 @@ def normalised_repeats(repeats, max_repeats=10):
     return (repeats - mean) / std
 
 
-def repeat_copy_batch(rng, batch_size, length, repeats, bits=8, max_repeats=10, total_steps=None):
+def repeat_copy_batch(rng, batch_size, length, repeats, bits=8, max_repeats=10, total_steps=None,
+                      start_marker=False, count_scale=None):
     """A batch of repeat-copy sequences of one `length` and one `repeats` count."""
     _check_integer("length", length, 1)
     _check_integer("repeats", repeats, 1)
-    steps = repeat_copy_steps(length, repeats)
-    inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2, bits + 1)
+    if count_scale is not None and not count_scale > 0:
+        raise ValueError(f"`count_scale` must be a positive number or None; received "
+                         f"{count_scale!r}.")
+    steps = repeat_copy_steps(length, repeats, start_marker)
+    inputs, targets = _arrays(batch_size, steps, total_steps, bits + 2 + int(start_marker),
+                              bits + 1)
+    first = int(start_marker)  # the first data step
+    if start_marker:
+        inputs[:, 0, bits + 2] = 1.0
     pattern = _bits(rng, batch_size, length, bits)
-    inputs[:, :length, :bits] = pattern
-    inputs[:, length, bits] = 1.0
-    inputs[:, length + 1, bits + 1] = normalised_repeats(repeats, max_repeats)
-    start = length + 2
+    inputs[:, first : first + length, :bits] = pattern
+    inputs[:, first + length, bits] = 1.0
+    inputs[:, first + length + 1, bits + 1] = (
+        normalised_repeats(repeats, max_repeats) if count_scale is None else repeats / count_scale)
+    start = first + length + 2
     targets[:, start : start + length * repeats, :bits] = np.tile(pattern, (1, repeats, 1))
     targets[:, steps - 1, bits] = 1.0
     targets[:, start:steps, -1] = 1.0

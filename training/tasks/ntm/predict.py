@@ -17,7 +17,7 @@ def run_bit_sequence(task, version_dir, meta, args):
     """Runs an NTM or DNC export on a generated example (or `--sequence-file`) and prints
     the output bits and, for an example, the bit errors. Returns what `plot_ntm`
     draws."""
-    spec = task.spec
+    spec = task.spec_for(meta.settings)
     try:
         if args.sequence_file:
             sequence = read_sequence(args.sequence_file, meta.settings["input_bits"])

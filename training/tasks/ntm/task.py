@@ -14,7 +14,9 @@ decide what is exported. The learning curve (cost and bit errors against
 sequences seen) is saved with the run.
 """
 
+import argparse
 import dataclasses
+import functools
 import math
 import time
 from typing import Callable
@@ -61,6 +63,9 @@ class BitTask:
             (`models.dnc.DNCSequenceModel`).
         marker_channels: output channels that mark an event rather than carry data
             (repeat copy's end marker); the figures report their errors apart.
+        encoding: the generator's encoding options this task takes (repeat copy's
+            `start_marker` and `count_scale`) and their defaults; `encoded` applies
+            the run's.
     """
 
     name: str
@@ -75,9 +80,24 @@ class BitTask:
     example: tuple
     architecture: str = "ntm"
     marker_channels: tuple = ()
+    encoding: dict = dataclasses.field(default_factory=dict)
 
     def batch(self, rng, batch_size, params, total_steps=None):
         return self.make(rng, batch_size, total_steps=total_steps, **params)
+
+    def encoded(self, **options):
+        """The task with these encoding options (of `encoding`; the rest keep theirs):
+        its generator, step count and model input width follow them."""
+        unknown = sorted(set(options) - set(self.encoding))
+        if unknown:
+            raise ValueError(f"{self.name} takes the encoding options {sorted(self.encoding)}; "
+                             f"received {unknown}.")
+        encoding = {**self.encoding, **options}
+        start = int(bool(encoding.get("start_marker")))
+        return dataclasses.replace(
+            self, encoding=encoding, make=functools.partial(self.make, **encoding),
+            steps=functools.partial(self.steps, start_marker=bool(start)) if start else self.steps,
+            model={**self.model, "input_bits": self.model["input_bits"] + start})
 
 
 def _uniform(name, low, high):
@@ -132,11 +152,13 @@ SPECS = {
             "length 10 × 10": {"length": 10, "repeats": 10},
             "length 10 × 15": {"length": 10, "repeats": 15},
             "length 15 × 10": {"length": 15, "repeats": 10},
+            "length 20 × 10": {"length": 20, "repeats": 10},
         },
         model={"input_bits": 10, "output_bits": 9},
         sequences=100_000,
         example=("length", "repeats"),
         marker_channels=(8,),
+        encoding={"start_marker": False, "count_scale": None},
     ),
     "ntm-associative-recall": BitTask(
         name="ntm-associative-recall",
@@ -216,6 +238,39 @@ def add_arguments(parser, task):
                      help="stop after this many converged checks in a row (0: never stop early)")
     fit.add_argument("--test-sequences", type=positive_int,
                      default=1000, help="per figure after training")
+    if task.encoding:
+        encoding = parser.add_argument_group("encoding of the task's sequences")
+        encoding.add_argument(
+            "--start-marker", action=argparse.BooleanOptionalAction,
+            default=task.encoding["start_marker"],
+            help="a first step flagging the start, on its own input channel")
+        encoding.add_argument(
+            "--repeat-count", choices=REPEAT_COUNTS, default=_count_name(
+                task.encoding["count_scale"]),
+            help=f"the count as R / {algorithmic.COUNT_SCALE} (scaled), or normalised to mean 0 "
+            "and variance 1 over 1–10 (normalised: pytorch-ntm's, and that of exports made "
+            "before this flag)")
+
+
+REPEAT_COUNTS = ("scaled", "normalised")
+
+
+def _count_name(count_scale):
+    return "normalised" if count_scale is None else "scaled"
+
+
+def encoding_of(task, settings):
+    """The run's encoding options from its flags or its export's settings (an export
+    without them has the task's original encoding: no start marker, a normalised count)."""
+    if not task.encoding:
+        return {}
+    get = settings.get if isinstance(settings, dict) else lambda key, default: getattr(
+        settings, key, default)
+    count = get("repeat_count", "normalised")
+    return {"start_marker": bool(get("start_marker", False)),
+            "count_scale": algorithmic.COUNT_SCALE if count == "scaled" else None}
+
+
 def new_model(task, args):
     """The untrained model of the task's architecture, sized by the flags."""
     shared = {
@@ -356,20 +411,24 @@ class BitSequenceTask(Task):
     def add_arguments(self, parser):
         add_arguments(parser, self.spec)
 
+    def spec_for(self, settings):
+        """The task as a run encodes it: from its flags, or its export's settings."""
+        return self.spec.encoded(**encoding_of(self.spec, settings))
+
     def prepare(self, args):
         print(f"{self.name}: {self.summary}; up to {args.sequences} sequences, batch "
               f"{args.batch_size}, on {keras.backend.backend()}", flush=True)
         return None
 
     def build_model(self, args, data, jit_compile):
-        return compile_ntm(new_model(self.spec, args), learning_rate=args.learning_rate,
+        return compile_ntm(new_model(self.spec_for(args), args), learning_rate=args.learning_rate,
                            clipnorm=args.clipnorm, jit_compile=jit_compile)
 
     def fit(self, model, data, args, callbacks, verbose):
         """A loop of `train_on_batch`, not `fit`: each batch has its own number of steps,
         which `fit` on TensorFlow cannot take from a generator (it fixes the shapes it
         saw in the first two batches)."""
-        task = self.spec
+        task = self.spec_for(args)
         batches_per_check = max(1, args.batch_size and args.check_every // args.batch_size)
         check_every = batches_per_check * args.batch_size
         checks = math.ceil(args.sequences / check_every)
@@ -429,11 +488,13 @@ class BitSequenceTask(Task):
                 "curriculum": args.curriculum,
                 "input_bits": model.input_bits, "output_bits": model.output_bits,
                 "memory_size": model.memory_size, "read_heads": model.read_heads,
-                "write_heads": getattr(model, "write_heads", 1)}
+                "write_heads": getattr(model, "write_heads", 1),
+                **({"start_marker": args.start_marker, "repeat_count": args.repeat_count}
+                   if self.spec.encoding else {})}
 
     def evaluate(self, model, meta, assets, args=None, data=None):
         settings = meta.settings
-        results = figures(model, self.spec, int(settings["seed"]),
+        results = figures(model, self.spec_for(settings), int(settings["seed"]),
                           int(settings["test_sequences"]))
         print(f"{args.run_dir}:" if args is not None else
               f"test ({settings['test_sequences']} fresh sequences each):")
@@ -468,7 +529,7 @@ class BitSequenceTask(Task):
     def explore(self, version_dir, meta, inputs):
         from keras_attn.training.tasks.ntm.explore import explore
 
-        return explore(self.spec, version_dir, meta, inputs)
+        return explore(self.spec_for(meta.settings), version_dir, meta, inputs)
 
     def predict(self, version_dir, meta, args):
         from keras_attn.training.tasks.ntm.predict import run_bit_sequence
