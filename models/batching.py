@@ -87,13 +87,16 @@ class BucketedBatches(keras.utils.PyDataset):
         pad_to_multiple: each batch's lengths are rounded up to a multiple of this.
         shuffle: reshuffle every epoch (off: one fixed order, for evaluation).
         seed: the shuffling's seed; epoch `e` uses `seed + e`.
+        resample: `fn(epoch) → (sources, targets)`, new ids of the same examples for
+            each epoch after the first (subword regularisation:
+            `TranslatorPreprocessor.training_samples`); `None` keeps the ids given.
 
     `sample_weight` is 1 on real target tokens (and `[END]`) and 0 on padding.
     """
 
     def __init__(
         self, sources, targets, batch_size, window=50, pad_to_multiple=8, shuffle=True, seed=0,
-        **kwargs,
+        resample=None, **kwargs,
     ):
         super().__init__(**kwargs)
         if len(sources) != len(targets):
@@ -107,14 +110,28 @@ class BucketedBatches(keras.utils.PyDataset):
                             ("pad_to_multiple", pad_to_multiple)):
             if int(value) != value or value < 1:
                 raise ValueError(f"`{name}` must be an integer ≥ 1; received {value!r}.")
-        self.sources, self.targets = list(sources), list(targets)
         self.batch_size, self.window = int(batch_size), int(window)
         self.pad_to_multiple, self.shuffle, self.seed = int(pad_to_multiple), shuffle, seed
+        self.resample = resample
+        self._use(sources, targets)
+        self._epoch = 0
+        self._batches = self._plan(self._epoch)
+        if resample is not None and len(self._batches) < 2:
+            # Keras's TensorFlow adapter fixes the input signature's lengths from the
+            # first batches; only two batches of different lengths leave them free.
+            raise ValueError(f"`resample` needs at least 2 batches an epoch; received "
+                             f"{len(sources)} examples with batch_size {batch_size}.")
+
+    def _use(self, sources, targets):
+        """Takes these ids (the first, or a resample of the same examples)."""
+        given = getattr(self, "sources", None)
+        if given is not None and not len(sources) == len(targets) == len(given):
+            raise ValueError(f"`resample` must return the {len(given)} examples given; "
+                             f"received {len(sources)} sources and {len(targets)} targets.")
+        self.sources, self.targets = list(sources), list(targets)
         self._lengths = np.array(
             [max(len(s), len(t) + 1) for s, t in zip(self.sources, self.targets, strict=True)]
         )
-        self._epoch = 0
-        self._batches = self._plan(self._epoch)
 
     def _plan(self, epoch):
         """The epoch's batches, as arrays of example indices."""
@@ -148,7 +165,9 @@ class BucketedBatches(keras.utils.PyDataset):
 
     def on_epoch_end(self):
         self._epoch += 1
-        if self.shuffle:
+        if self.resample is not None:
+            self._use(*self.resample(self._epoch))
+        if self.shuffle or self.resample is not None:
             self._batches = self._plan(self._epoch)
 
     def batch_indices(self, index):
@@ -157,9 +176,13 @@ class BucketedBatches(keras.utils.PyDataset):
 
     def __getitem__(self, index):
         rows = self._batches[index]
-        source_length = _round_up(max(len(self.sources[i]) for i in rows), self.pad_to_multiple)
-        target_length = _round_up(max(len(self.targets[i]) + 1 for i in rows),
-                                  self.pad_to_multiple)
+        source_length, target_length = self._shape(rows)
+        if index == 0 and self.resample is not None:
+            # A resampled epoch may hold lengths the first did not: the first batch one
+            # multiple longer on each side, so that it differs from the second in every
+            # length and Keras's TensorFlow adapter leaves every length free.
+            source_length += self.pad_to_multiple
+            target_length += self.pad_to_multiple
         source = np.full((len(rows), source_length), PAD_ID, "int32")
         target_in = np.full((len(rows), target_length), PAD_ID, "int32")
         target_out = np.full((len(rows), target_length), PAD_ID, "int32")

@@ -102,9 +102,16 @@ class Vocabulary:
     def __len__(self):
         return len(self.tokens)
 
-    def encode(self, text, max_length=None):
+    def encode(self, text, max_length=None, dropout=0.0, rng=None):
+        """Ids of `text`. At `subword` level, `dropout` > 0 samples a segmentation
+        (MaxMatch-dropout, Hiraoka 2022: each match longer than one character is
+        skipped with probability `dropout`), drawing from the NumPy Generator `rng`:
+        subword regularisation for training; 0 gives the one greedy segmentation."""
         if self.level == "subword":
-            ids = [i for word in split(text, "word") for i in self.word_pieces(word)]
+            if dropout:
+                ids = [i for word in split(text, "word") for i in self._cut(word, dropout, rng)]
+            else:
+                ids = [i for word in split(text, "word") for i in self.word_pieces(word)]
         else:
             ids = [self.index.get(t, UNK_ID) for t in split(text, self.level)]
         return ids[:max_length] if max_length is not None else ids
@@ -115,7 +122,7 @@ class Vocabulary:
             self._pieces[word] = self._cut(word)
         return self._pieces[word]
 
-    def _cut(self, word):
+    def _cut(self, word, dropout=0.0, rng=None):
         if len(word) > MAX_WORD_CHARS:
             return [UNK_ID]
         ids, start, longest = [], 0, self.longest_piece
@@ -123,12 +130,18 @@ class Vocabulary:
             prefix = CONTINUATION if start else ""
             for end in range(min(len(word), start + longest), start, -1):
                 piece = self.index.get(prefix + word[start:end])
-                if piece is not None and piece >= len(SPECIALS):
-                    ids.append(piece)
-                    start = end
-                    break
+                if piece is None or piece < len(SPECIALS):
+                    continue
+                # A single character is never skipped, so a word that the greedy cut
+                # can spell is always spelt.
+                if dropout and end - start > 1 and rng.random() < dropout:
+                    continue
+                ids.append(piece)
+                start = end
+                break
             else:
-                return [UNK_ID]
+                # A skip that led where no piece continues: the greedy cut instead.
+                return self.word_pieces(word) if dropout else [UNK_ID]
         return ids
 
     def decode(self, ids):

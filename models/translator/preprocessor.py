@@ -84,6 +84,11 @@ class TranslatorPreprocessor(keras.layers.Layer):
         max_source_length: the most source tokens the model reads.
         max_target_length: the longest target the model writes, `[START]` and
             `[END]` counted (so at least 3).
+        subword_dropout: subword regularisation while training (`"subword"` level):
+            each epoch cuts the training texts afresh, skipping each match longer
+            than one character with this probability (MaxMatch-dropout, Hiraoka
+            2022; BPE-dropout's analogue for WordPiece, Provilkov et al. 2020).
+            Translating, exporting and serving always use the one greedy cut.
 
     Call arguments:
         texts: a `tf.string` tensor `[batch]` (TensorFlow only, in a graph or
@@ -105,7 +110,7 @@ class TranslatorPreprocessor(keras.layers.Layer):
 
     def __init__(self, source_vocabulary, target_vocabulary, level="subword", lowercase=False,
                  space_punctuation=True, collapse_whitespace=True, max_source_length=64,
-                 max_target_length=64, **kwargs):
+                 max_target_length=64, subword_dropout=0.0, **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         if level not in LEVELS:
@@ -119,6 +124,11 @@ class TranslatorPreprocessor(keras.layers.Layer):
             "max_source_length", max_source_length, 1)
         self.max_target_length = _validation.check_integer(
             "max_target_length", max_target_length, 3)
+        self.subword_dropout = _validation.check_number(
+            "subword_dropout", subword_dropout, low_inclusive=True, high=1.0)
+        if self.subword_dropout and level != "subword":
+            raise ValueError("`subword_dropout` needs `level='subword'`; received level "
+                             f"{level!r} with subword_dropout {subword_dropout!r}.")
         self.level, self.lowercase = level, bool(lowercase)
         self.space_punctuation = bool(space_punctuation)
         self.collapse_whitespace = bool(collapse_whitespace)
@@ -221,6 +231,24 @@ class TranslatorPreprocessor(keras.layers.Layer):
         in `max_target_length`)."""
         limit = self.max_target_length - 2
         return [self.target.encode(t, limit) for t in self.normalize(texts)]
+
+    def training_samples(self, sources, targets, seed=0):
+        """`fn(epoch) → (source ids, target ids)`: each epoch's own cut of the training
+        texts under `subword_dropout` (the same for the same `seed` and epoch), or
+        `None` when there is no subword dropout (every epoch is the greedy cut).
+
+        A sampled cut has more pieces than the greedy one and is not truncated to the
+        lengths (a target cut short would teach the decoder to stop early)."""
+        if not self.subword_dropout:
+            return None
+        sources, targets = self.normalize(sources), self.normalize(targets)
+
+        def sample(epoch):
+            rng = np.random.default_rng((seed, epoch))
+            return ([self.source.encode(t, None, self.subword_dropout, rng) for t in sources],
+                    [self.target.encode(t, None, self.subword_dropout, rng) for t in targets])
+
+        return sample
 
     def decode(self, ids):
         """Target id rows → texts: the tokens before the first `[END]`, specials dropped
@@ -326,7 +354,8 @@ class TranslatorPreprocessor(keras.layers.Layer):
                 "lowercase": self.lowercase, "space_punctuation": self.space_punctuation,
                 "collapse_whitespace": self.collapse_whitespace,
                 "max_source_length": self.max_source_length,
-                "max_target_length": self.max_target_length}
+                "max_target_length": self.max_target_length,
+                "subword_dropout": self.subword_dropout}
 
 
 def _texts(name, texts):

@@ -24,13 +24,14 @@ import copy
 def _preset(*, level, space_punctuation, max_vocabulary, attention, input_feeding,
             embedding_dim, units, decoder_units, model_dim, feedforward_dim, num_layers,
             dropout=0.0, word_dropout=0.0, label_smoothing=0.0, shared_vocabulary=False,
-            tie_embeddings=False):
+            tie_embeddings=False, subword_dropout=0.0):
     """One preset's keyword arguments for the preprocessor, each model and `compile`."""
     regularisation = dict(dropout=dropout, word_dropout=word_dropout)
     return {
         "preprocessor": dict(level=level, lowercase=False, space_punctuation=space_punctuation,
                              max_vocabulary=max_vocabulary,
-                             shared_vocabulary=shared_vocabulary),
+                             shared_vocabulary=shared_vocabulary,
+                             subword_dropout=subword_dropout),
         "rnn": dict(attention=attention, input_feeding=input_feeding,
                     embedding_dim=embedding_dim, encoder_units=units,
                     decoder_units=decoder_units, attention_units=decoder_units,

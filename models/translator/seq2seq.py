@@ -176,6 +176,12 @@ class Seq2SeqModel(ConfiguredModel):
     def _text_batches(self, sources, targets, batch_size, shuffle):
         preprocessor = self._require_preprocessor("train or evaluate on text")
         if is_string_dataset(sources):
+            if shuffle and preprocessor.subword_dropout:
+                raise ValueError(
+                    "The preprocessor's `subword_dropout` samples cuts of lists of strings; "
+                    "a tf.data dataset is cut in its graph, greedily. Give `x` and `y` as "
+                    "lists, or a preprocessor with subword_dropout=0; received a dataset with "
+                    f"subword_dropout {preprocessor.subword_dropout}.")
             return preprocessor.dataset_batches(sources, targets)
         if targets is None:
             raise ValueError("`y` must be the target texts when `x` is text; received None.")
@@ -191,8 +197,12 @@ class Seq2SeqModel(ConfiguredModel):
                                  minlength=preprocessor.target_vocabulary_size)
             counts[END_ID] += len(target_ids)
             initialize_output_bias(self, counts)
-        return BucketedBatches(preprocessor.encode_sources(sources), target_ids,
-                               batch_size or 64, window=50 if shuffle else 1, shuffle=shuffle)
+        source_ids = preprocessor.encode_sources(sources)
+        resample = preprocessor.training_samples(sources, targets) if shuffle else None
+        if resample is not None:  # subword regularisation: every epoch its own cut
+            source_ids, target_ids = resample(0)
+        return BucketedBatches(source_ids, target_ids, batch_size or 64,
+                               window=50 if shuffle else 1, shuffle=shuffle, resample=resample)
 
     def _untrained(self):
         optimizer = getattr(self, "optimizer", None)

@@ -178,3 +178,27 @@ def test_the_shared_vocabulary_and_tied_embeddings_flags_reach_the_model(tmp_pat
     with pytest.raises(UsageError, match="--tie-embeddings is an option of --model rnn"):
         cli.main(["train", "translator", *common, "--model", "transformer",
                   "--work-dir", str(tmp_path / "other")])
+
+
+def test_the_subword_dropout_flag_reaches_the_preprocessor_and_needs_subwords(tmp_path, capsys):
+    import keras
+
+    from keras_attn.training import cli
+    from keras_attn.training.errors import UsageError
+
+    data = write_numbers_tsv(tmp_path / "numbers.tsv", count=300, sentences=True)
+    work = tmp_path / "work"
+    cli.main(["train", "translator", "--data", str(data), "--epochs", "2", "--batch-size", "32",
+              "--subword-dropout", "0.2", "--embedding-dim", "16", "--encoder-units", "16",
+              "--decoder-units", "16", "--attention-units", "16", "--work-dir", str(work),
+              "--no-export", "--no-tensorboard", "--quiet"])
+    model = keras.saving.load_model(str(work / "model.keras"))
+    assert model.preprocessor.subword_dropout == 0.2
+    with pytest.raises(SystemExit):
+        cli.main(["train", "translator", "--help"])
+    assert "--subword-dropout" in capsys.readouterr().out
+    for flags in (["--train-size", "200"], ["--data", str(data), "--level", "word"]):
+        with pytest.raises(UsageError, match="--subword-dropout needs --level subword; "
+                                             "received --level (char|word)"):
+            cli.main(["train", "translator", *flags, "--subword-dropout", "0.1",
+                      "--work-dir", str(tmp_path / "other"), "--no-export"])

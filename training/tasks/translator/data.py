@@ -126,6 +126,7 @@ def load_data(args):
         source_vocab.tokens, target_vocab.tokens, **preprocess,
         max_source_length=max(map(len, sources)),
         max_target_length=max(map(len, targets)) + 2,
+        subword_dropout=args.subword_dropout,
     )
     return TranslationData(kind=kind, splits=splits, preprocessor=preprocessor,
                            train_ids=(sources, targets))
@@ -151,8 +152,12 @@ def unknown_rates(data, pairs):
 
 
 def datasets(data, batch_size, seed, sort_window=1):
-    """Length-bucketed training batches (reshuffled every epoch) and validation ones."""
-    train = BucketedBatches(*data.train_ids, batch_size, window=sort_window, seed=seed)
+    """Length-bucketed training batches (reshuffled every epoch, and cut afresh with
+    the preprocessor's subword dropout) and validation ones."""
+    resample = data.preprocessor.training_samples(*zip(*data.splits["train"], strict=True),
+                                                  seed=seed)
+    train = BucketedBatches(*(resample(0) if resample else data.train_ids), batch_size,
+                            window=sort_window, seed=seed, resample=resample)
     pairs = data.splits["validation"]
     source_max, target_max = data.max_source_length, data.max_target_length - 2
     validation = BucketedBatches(

@@ -16,6 +16,7 @@ from keras_attn.training.arguments import (
     positive_int_or_auto,
     probability,
 )
+from keras_attn.training.errors import UsageError
 
 # `--model` → the model's name (its run and export folders) with the built-in data.
 MODEL_NAMES = {"rnn": "translator", "transformer": "transformer"}
@@ -47,7 +48,7 @@ def _profile(name):
     return dict(
         level=rules["level"], lowercase=rules["lowercase"],
         space_punctuation=rules["space_punctuation"], max_vocab=rules["max_vocabulary"],
-        shared_vocabulary=rules["shared_vocabulary"],
+        shared_vocabulary=rules["shared_vocabulary"], subword_dropout=rules["subword_dropout"],
         **{key: rnn[key] for key in ("attention", "input_feeding", "embedding_dim",
                                      "encoder_units", "decoder_units", "attention_units",
                                      "dropout", "word_dropout", "tie_embeddings")},
@@ -143,6 +144,12 @@ def add_arguments(parser):
         "--word-dropout", type=probability,
         help="replace each source token by [UNK] with this probability while training "
         "(Sennrich & Zhang 2019); " + _profile_help("word_dropout"))
+    regularise.add_argument(
+        "--subword-dropout", type=probability,
+        help="subword regularisation (--level subword): each epoch cuts the training "
+        "text afresh, skipping each longer-than-one-character piece with this probability "
+        "(MaxMatch-dropout; translating always uses the one greedy cut); "
+        + _profile_help("subword_dropout"))
     regularise.add_argument(
         "--label-smoothing", type=probability,
         help="the loss's label smoothing ε; " + _profile_help("label_smoothing"))
@@ -245,4 +252,10 @@ def resolve_defaults(options):
     if options.model == "transformer":  # tied embeddings are an option of the RNN only
         profile = {**profile, "tie_embeddings": False}
     unset = {name: value for name, value in profile.items() if getattr(options, name) is None}
+    level = options.level or profile["level"]
+    if level != "subword":  # subword regularisation cuts subwords only
+        if options.subword_dropout:
+            raise UsageError(f"--subword-dropout needs --level subword; received --level "
+                             f"{level} with --subword-dropout {options.subword_dropout}")
+        unset["subword_dropout"] = 0.0
     return dataclasses.replace(options, **unset)
