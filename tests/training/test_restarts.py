@@ -125,6 +125,15 @@ def test_the_default_restarts(flags, restarts):
     assert cli.task_options(["train", *flags]).restarts == restarts
 
 
+def test_a_folder_of_one_tasks_file_is_one_task(tmp_path):
+    # As `--tasks N`: the best of 3 by training error; a folder of two tasks, jointly.
+    (tmp_path / "qa2_two-supporting-facts_train.txt").write_text("1 A b.\n", encoding="utf-8")
+    (tmp_path / "qa2_two-supporting-facts_test.txt").write_text("1 A b.\n", encoding="utf-8")
+    assert cli.task_options(["train", "memn2n", "--data-dir", str(tmp_path)]).restarts == 3
+    (tmp_path / "qa3_three-supporting-facts_train.txt").write_text("1 A b.\n", encoding="utf-8")
+    assert cli.task_options(["train", "memn2n", "--data-dir", str(tmp_path)]).restarts == 1
+
+
 def test_an_interrupted_restart_resumes_from_its_own_backup(toy, tmp_path, capsys):
     run_dir = str(tmp_path / "run")
     flags = ("--restarts", "2", "--epochs", "4", "--work-dir", run_dir)

@@ -117,6 +117,21 @@ def _numbers(text, name):
                          f"received {text!r}") from None
 
 
+def chosen_tasks(data_dir, tasks):
+    """`(files, wanted)`: `data_dir`'s bAbI files (`babi.find_task_files`) and the task
+    numbers the run trains on (`--tasks`, or every task with a training file)."""
+    try:
+        files = babi.find_task_files(data_dir)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    wanted = sorted(files) if tasks == "all" else _numbers(tasks, "--tasks")
+    missing = [t for t in wanted if t not in files]
+    if missing:
+        raise UsageError(f"{data_dir}: no qa{missing[0]}_*_train.txt (found tasks "
+                         f"{sorted(files)})")
+    return files, wanted
+
+
 def _load_babi(path, task=None):
     """`babi.load_babi_file`; a malformed or non-UTF-8 file stops the command with its
     `file:line:` message instead of a traceback."""
@@ -136,15 +151,7 @@ def load_questions(args):
                          "are picked with `--kinds` (1, 2, 6, 7 or their names); received "
                          f"--tasks {args.tasks!r}")
     if args.data_dir:
-        try:
-            files = babi.find_task_files(args.data_dir)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        wanted = sorted(files) if args.tasks == "all" else _numbers(args.tasks, "--tasks")
-        missing = [t for t in wanted if t not in files]
-        if missing:
-            raise UsageError(f"{args.data_dir}: no qa{missing[0]}_*_train.txt (found tasks "
-                             f"{sorted(files)})")
+        files, wanted = chosen_tasks(args.data_dir, args.tasks)
         splits = {"train": [], "validation": [], "test": []}
         for task in wanted:
             train = _load_babi(files[task]["train"], task)
@@ -391,8 +398,8 @@ class MemN2NTask(Task):
     # docs/results.md). Jointly, and on the built-in stories, one run.
     single_task_restarts = 3
     restarts = None
-    restarts_default = (f"{single_task_restarts} for one bAbI task (--data-dir with --tasks N), "
-                        "else 1")
+    restarts_default = (f"{single_task_restarts} for one bAbI task (--data-dir with --tasks N, "
+                        "or a folder of one task's file), else 1")
 
     def add_arguments(self, parser):
         add_arguments(parser)
@@ -401,6 +408,11 @@ class MemN2NTask(Task):
         if options.restarts is not None:
             return options
         single = bool(options.data_dir) and options.tasks.strip().isdigit()
+        if options.data_dir and options.tasks == "all":
+            try:  # a folder that holds one task's file
+                single = len(chosen_tasks(options.data_dir, options.tasks)[1]) == 1
+            except UsageError:
+                pass  # preparing the data says what is wrong with the folder
         return dataclasses.replace(options, restarts=self.single_task_restarts if single else 1)
 
     def add_evaluate_arguments(self, parser):
