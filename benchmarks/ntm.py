@@ -20,7 +20,8 @@ memory of 64 × 20), and prints and writes:
 * the test figures on `--test-sequences` fresh sequences per setting, trained
   lengths and longer ones (generalisation).
 
-`--task-seeds N` trains every task of `--tasks` at seeds 0 … N-1 with its CLI defaults
+`--task-seeds N` trains every task of `--tasks` at seeds S … S+N-1 (`--first-seed S`,
+default 0) with its CLI defaults
 (each keeps its best validation check's weights, as the CLI does) and reports every
 seed's test figures and the worst. Copy also runs `--seeds` seeds for stability.
 Those runs do not stop early: each trains its whole `--stability-sequences`; a run
@@ -150,8 +151,10 @@ def main():
     parser.add_argument("--model", choices=sorted(TASK_NAMES), default="ntm")
     parser.add_argument("--tasks", help="comma-separated (default: all of the model's)")
     parser.add_argument("--seeds", type=int, default=10, help="copy stability runs")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the seed of each task's first run (the others follow it)")
     parser.add_argument("--task-seeds", type=int, default=1,
-                        help="train every task of --tasks at seeds 0 … N-1 with its CLI "
+                        help="train every task of --tasks at N seeds from --first-seed with its CLI "
                              "defaults and report each seed's test figures and the worst")
     parser.add_argument("--stability-sequences", type=int, default=25_000)
     parser.add_argument("--test-sequences", type=int, default=10_000)
@@ -171,11 +174,12 @@ def main():
     backend = worker_backend()
     ran = revision()  # what the runs train on, before anything can change it
     budget = ["--sequences", str(args.sequences)] if args.sequences else []
-    jobs = [{"task": t, "seed": 0, "flags": budget + task_flags,
+    first = args.first_seed
+    jobs = [{"task": t, "seed": first, "flags": budget + task_flags,
              "test_sequences": args.test_sequences} for t in tasks]
     jobs += [{"task": t, "seed": seed, "flags": budget + task_flags, "seed_run": True,
               "test_sequences": args.test_sequences}
-             for t in tasks for seed in range(1, args.task_seeds)]
+             for t in tasks for seed in range(first + 1, first + args.task_seeds)]
     if "copy" in tasks:
         stability = ["--patience", "0", "--sequences",
                      str(args.sequences or args.stability_sequences)]
@@ -208,7 +212,7 @@ def main():
               "wall_seconds": round(wall, 1),
               "command": " ".join(["python", "benchmarks/ntm.py", *sys.argv[1:]]), "tasks": {}}
     for task in tasks:
-        main_run = next(r for r in runs if r["task"] == task and r["seed"] == 0
+        main_run = next(r for r in runs if r["task"] == task and r["seed"] == first
                         and not r["mixed_precision"])
         print()
         print_curve(main_run)
