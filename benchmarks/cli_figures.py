@@ -13,14 +13,13 @@ command's own printout names that file.
 import argparse
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
-from results_io import revision, write_results
+from results_io import machine, revision, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,8 +57,7 @@ def main():
         with tempfile.TemporaryDirectory() as folder:
             runs.append(run(command, folder))
     write_results({"benchmark": "cli_figures", **revision(),
-                   "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                               "processor": platform.processor()},
+                   "machine": machine(),
                    "runs": runs}, args.output)
 
 

@@ -41,7 +41,6 @@ import itertools
 import logging
 import math
 import os
-import platform
 import sys
 
 import keras
@@ -49,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results_io import default_path, write_results  # noqa: E402
+from results_io import default_path, machine, write_results  # noqa: E402
 
 from keras_attn.memory import DenseAssociativeMemory, ModernHopfield  # noqa: E402
 
@@ -336,7 +335,7 @@ def main(argv=None):
         "benchmark": "hopfield_capacity",
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "config": vars(args),
         "one_update_flips": flips,
         "retrieval": curves,

@@ -23,6 +23,27 @@ def write_results(result, path, quiet=False):
     return result
 
 
+def machine():
+    """The CPU a run had: `{"cpus", "platform", "processor", "instructions"}`, the model
+    name as Linux reports it (`platform.processor()` is empty there) and the vector
+    extensions that change a kernel's numerics (AVX-512, AMX)."""
+    model, flags = platform.processor(), set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": model,
+            "instructions": sorted(f for f in flags if f in ("avx2", "avx512f", "amx_tile"))}
+
+
 def revision():
     """`{"date", "commit"}` of this run: today and the checkout's short commit, with
     `"+changes"` when tracked files differ from it (`None` outside a git checkout)."""
@@ -49,7 +70,7 @@ def header(name, args):
         "benchmark": name,
         "backend": keras.backend.backend(),
         "keras": keras.__version__,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "config": vars(args),
     }
 

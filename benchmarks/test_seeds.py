@@ -15,7 +15,6 @@ start-up, some 10 s, paid once), and each test's outcome is read from pytest's J
 import argparse
 import itertools
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from concurrent.futures import ThreadPoolExecutor
 
-from results_io import default_path, revision, write_results
+from results_io import default_path, machine, revision, write_results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -93,9 +92,7 @@ def main():
         print(f"{row['test'].rsplit('::', 1)[-1][:60]:<60} seed {row['seed']} oneDNN "
               f"{row['onednn']}: {'pass' if row['passed'] else 'FAIL'} ({row['seconds']} s)"
               + (f"  {row['failure'][0]}" if row["failure"] else ""))
-    write_results({"benchmark": "test_seeds", **ran, "machine": {
-        "cpus": os.cpu_count(), "platform": platform.platform(),
-        "processor": platform.processor()}, "config": vars(args), "rows": rows}, args.output)
+    write_results({"benchmark": "test_seeds", **ran, "machine": machine(), "config": vars(args), "rows": rows}, args.output)
 
 
 if __name__ == "__main__":

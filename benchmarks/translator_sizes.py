@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from results_io import default_path, revision, write_results  # noqa: E402
+from results_io import default_path, machine, revision, write_results  # noqa: E402
 
 VALIDATION_LINE = re.compile(r"epoch (\d+): validation \(n=\d+, greedy\) BLEU ([0-9.]+)")
 SYSTEMS = {
@@ -132,7 +132,7 @@ def main(argv=None):
     keras_attn_command = [os.path.join(os.path.dirname(sys.executable), "keras-attn")]
     result = {"benchmark": "translator_sizes", "command": " ".join(
         ["python", "benchmarks/translator_sizes.py", *(argv or sys.argv[1:])]),
-        "test_pairs": len(test_pairs), "machine": {"cpus": os.cpu_count()},
+        "test_pairs": len(test_pairs), "machine": machine(),
         **revision(), "runs": []}
     with tempfile.TemporaryDirectory() as folder:
         for size in sizes:
