@@ -164,7 +164,14 @@ def main():
     parser.add_argument("--output", help="JSON path (default benchmarks/results/MODEL.json)")
     args, task_flags = parser.parse_known_args()
 
-    from results_io import default_path, revision, worker_backend, worker_pool, write_results
+    from results_io import (
+        default_path,
+        machine,
+        revision,
+        worker_backend,
+        worker_pool,
+        write_results,
+    )
 
     known = TASK_NAMES[args.model]
     tasks = [t.strip() for t in (args.tasks or ",".join(known)).split(",") if t.strip()]
@@ -207,7 +214,8 @@ def main():
             write_results({"partial": True, "runs": runs}, partial_path, quiet=True)
     wall = time.time() - start
 
-    result = {"model": args.model, **ran, "backend": backend, "workers": args.workers,
+    result = {"model": args.model, **ran, "machine": machine(), "backend": backend,
+              "workers": args.workers,
               "task_flags": task_flags,
               "wall_seconds": round(wall, 1),
               "command": " ".join(["python", "benchmarks/ntm.py", *sys.argv[1:]]), "tasks": {}}
