@@ -90,6 +90,8 @@ class BucketedBatches(keras.utils.PyDataset):
         resample: `fn(epoch) → (sources, targets)`, new ids of the same examples for
             each epoch after the first (subword regularisation:
             `TranslatorPreprocessor.training_samples`); `None` keeps the ids given.
+            An epoch then has at least two batches: examples that fit in one batch
+            are split in two halves.
 
     `sample_weight` is 1 on real target tokens (and `[END]`) and 0 on padding.
     """
@@ -118,9 +120,13 @@ class BucketedBatches(keras.utils.PyDataset):
         self._batches = self._plan(self._epoch)
         if resample is not None and len(self._batches) < 2:
             # Keras's TensorFlow adapter fixes the input signature's lengths from the
-            # first batches; only two batches of different lengths leave them free.
-            raise ValueError(f"`resample` needs at least 2 batches an epoch; received "
-                             f"{len(sources)} examples with batch_size {batch_size}.")
+            # first batches; only two batches of different lengths leave them free, so
+            # data of one batch is split in two.
+            if len(sources) < 2:
+                raise ValueError(f"`resample` needs at least 2 examples (two batches an "
+                                 f"epoch); received {len(sources)}.")
+            self.batch_size = -(-len(sources) // 2)
+            self._batches = self._plan(self._epoch)
 
     def _use(self, sources, targets):
         """Takes these ids (the first, or a resample of the same examples)."""

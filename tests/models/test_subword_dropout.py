@@ -113,9 +113,14 @@ def test_bucketed_batches_take_each_epochs_resample():
     with pytest.raises(ValueError, match="`resample` must return the 4 examples given; "
                                          "received 1 sources and 1 targets"):
         short.on_epoch_end()
-    with pytest.raises(ValueError, match="`resample` needs at least 2 batches an epoch; "
-                                         "received 4 examples with batch_size 4"):
-        BucketedBatches(sources, targets, batch_size=4, resample=resample)
+    one_batch = BucketedBatches(sources, targets, batch_size=4, resample=resample)
+    assert len(one_batch) == 2 and sorted(map(len, map(one_batch.batch_indices, (0, 1)))) == [2, 2]
+    first, second = one_batch[0][0]["source"], one_batch[1][0]["source"]
+    assert first.shape[1] != second.shape[1]  # every length left free for the next epochs
+    with pytest.raises(ValueError, match="`resample` needs at least 2 examples .two batches "
+                                         "an epoch.; received 1"):
+        BucketedBatches(sources[:1], targets[:1], batch_size=4,
+                        resample=lambda epoch: (sources[:1], targets[:1]))
 
 
 def test_a_translator_with_subword_dropout_learns_reloads_and_exports(tmp_path):

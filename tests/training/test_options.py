@@ -110,11 +110,15 @@ def test_a_small_corpus_trains_with_the_small_corpus_levers(tmp_path):
     options = cli.task_options(["train", "translator", "--data", str(small)])
     assert (options.dropout, options.word_dropout, options.label_smoothing) == (0.3, 0.1, 0.1)
     assert options.shared_vocabulary is True and options.tie_embeddings is True
+    assert options.subword_dropout == 0.1
     assert options.level == "subword" and options.patience == 3  # the rest: the text profile
     assert flags.profile_line(options) == (
-        "profile: small-text (500 lines, fewer than 16,000): the text defaults with dropout "
-        "0.3, word dropout 0.1, label smoothing 0.1, a shared vocabulary, tied embeddings "
-        "(RNN) (flags given win)")
+        "profile: small-text (500 lines, fewer than 16,000): the text defaults with subword "
+        "dropout 0.1, dropout 0.3, word dropout 0.1, label smoothing 0.1, a shared "
+        "vocabulary, tied embeddings (RNN) (flags given win)")
+    # Subword dropout cuts subwords only: at another level the profile leaves it off.
+    words = cli.task_options(["train", "translator", "--data", str(small), "--level", "word"])
+    assert words.subword_dropout == 0.0
     given = cli.task_options(["train", "translator", "--data", str(small), "--dropout", "0",
                               "--no-tie-embeddings"])
     assert given.dropout == 0.0 and given.word_dropout == 0.1
