@@ -2,7 +2,7 @@
 memory network's and the DNC's.
 
 `serving_default(story, question)`: each example's sentences separated by newlines,
-oldest first, and its question, both `tf.string [batch]`, turned into ids in the
+oldest first, and its question, both strings of shape `[batch]`, turned into ids in the
 graph by the model's `MemN2NPreprocessor` (its graph methods, the only code here
 that touches strings); returns `answer` (cased as `preprocessor.cased_answer`
 writes it; empty for an empty or blank question), its `probability` and

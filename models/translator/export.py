@@ -1,8 +1,8 @@
 """The translators' served SavedModel (TensorFlow backend).
 
-`serving_default(text)`: `text` `tf.string [batch]`, raw; tokenised in the graph by
+`serving_default(text)`: `text` (strings, `[batch]`), raw; tokenised in the graph by
 the model's `TranslatorPreprocessor` (its graph methods, the only code here that
-touches strings); returns `translation` (`tf.string`), `score`
+touches strings); returns `translation` (strings), `score`
 (`float32`, the decoder's ranking score) and `alignment` (`float32 [batch, out_len,
 in_len]`). An empty or whitespace-only string gives an empty translation (score 0),
 a batch of only such strings included; a `text` that is not 1-D is refused with

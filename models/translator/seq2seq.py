@@ -179,7 +179,7 @@ class Seq2SeqModel(ConfiguredModel):
             if shuffle and preprocessor.subword_dropout:
                 raise ValueError(
                     "The preprocessor's `subword_dropout` samples cuts of lists of strings; "
-                    "a tf.data dataset is cut in its graph, greedily. Give `x` and `y` as "
+                    "a TensorFlow dataset is cut in its graph, greedily. Give `x` and `y` as "
                     "lists, or a preprocessor with subword_dropout=0; received a dataset with "
                     f"subword_dropout {preprocessor.subword_dropout}.")
             return preprocessor.dataset_batches(sources, targets)

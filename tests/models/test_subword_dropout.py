@@ -1,14 +1,13 @@
 """Subword regularisation (MaxMatch-dropout): sampled cuts of the training text, a new one
 every epoch, while translating, exporting and serving keep the one greedy cut."""
 
-import keras
 import numpy as np
 import pytest
 
 from keras_attn.models import Translator, TranslatorPreprocessor
 from keras_attn.models.batching import BucketedBatches
 from keras_attn.models.text import SPECIALS, Vocabulary
-from tests.models.test_translator_text import number_pairs, served_translations
+from tests.models.test_translator_text import learns_reloads_and_serves, number_pairs
 
 WORDS = ["translation", "translating", "translated", "transport", "national", "nation",
          "rational", "ration", "lating", "transit", "notation", "rotation"] * 20
@@ -128,19 +127,9 @@ def test_a_translator_with_subword_dropout_learns_reloads_and_exports(tmp_path):
     preprocessor = TranslatorPreprocessor.from_texts(sources, targets, subword_dropout=0.1)
     model = Translator(preprocessor=preprocessor)
     model.compile()
-    history = model.fit(x=sources, y=targets, batch_size=10, epochs=8, verbose=0)
-    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    reloaded = keras.saving.load_model(path)  # safe mode
+    # Passes at seeds 0–9 with oneDNN on and off (test_seeds_subword_dropout.json).
+    reloaded = learns_reloads_and_serves(model, sources, targets, tmp_path)
     assert reloaded.preprocessor.subword_dropout == 0.1
-    translations = model.generate(sources[:6])
-    assert reloaded.generate(sources[:6]) == translations == model.generate(sources[:6])
-    if keras.backend.backend() != "tensorflow":
-        return
-    export = str(tmp_path / "export")
-    model.export(export)
-    assert served_translations(export, sources[:6]) == translations
 
 
 def test_a_dataset_of_strings_is_refused_rather_than_cut_greedily():

@@ -75,23 +75,22 @@ def test_every_repeat_copy_encoding_generates_what_its_model_takes(name, start_m
         task.encoded(start=True)
 
 
-@pytest.mark.parametrize("name, start_marker, count", [
-    ("ntm-repeat-copy", False, "normalised"),  # the new encoding is unstable over seeds
-    ("dnc-repeat-copy", False, "normalised"),
-])
-def test_a_new_repeat_copy_run_takes_its_models_default_encoding(name, start_marker, count):
+@pytest.mark.parametrize("name", ["ntm-repeat-copy", "dnc-repeat-copy"])
+def test_a_new_repeat_copy_run_takes_the_original_encoding_unless_told(name):
+    # The start marker and the scaled count are unstable over seeds (docs/results.md).
     bit_task = __import__("keras_attn.training.tasks", fromlist=["get"]).get(name)
     args = cli.task_options(["train", name, *SMALL])
-    assert (args.start_marker, args.repeat_count) == (start_marker, count)
+    assert (args.start_marker, args.repeat_count) == (False, "normalised")
     task = bit_task.spec_for(args)
-    assert task.model["input_bits"] == 10 + start_marker
+    assert task.model["input_bits"] == 10
     x, _ = task.batch(np.random.default_rng(0), 2, {"length": 3, "repeats": 15})
-    np.testing.assert_allclose(x[:, :, 9].sum(1), 0.75 if count == "scaled" else
-                               (15 - 5.5) / np.sqrt(99 / 12), rtol=1e-6)
-    flipped = cli.task_options(["train", name, *SMALL, "--no-start-marker" if start_marker
-                                else "--start-marker", "--repeat-count", "normalised"
-                                if count == "scaled" else "scaled"])
-    assert bit_task.spec_for(flipped).model["input_bits"] == 11 - start_marker
+    np.testing.assert_allclose(x[:, :, 9].sum(1), (15 - 5.5) / np.sqrt(99 / 12), rtol=1e-6)
+    told = cli.task_options(["train", name, *SMALL, "--start-marker", "--repeat-count",
+                             "scaled"])
+    told_task = bit_task.spec_for(told)
+    assert told_task.model["input_bits"] == 11
+    x, _ = told_task.batch(np.random.default_rng(0), 2, {"length": 3, "repeats": 15})
+    np.testing.assert_allclose(x[:, :, 9].sum(1), 0.75, rtol=1e-6)
 
 
 def test_a_repeat_copy_run_records_its_encoding_and_evaluates_with_it(tmp_path, capsys):
