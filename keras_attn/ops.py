@@ -241,3 +241,27 @@ def biased_scores_and_mask(
     if merged is not None and heads:
         merged = ops.expand_dims(merged, 1)
     return scores, merged
+
+
+def clip_gradient(x, limit):
+    """`x` unchanged, its gradient clipped elementwise to `[−limit, limit]` on the
+    way back.
+
+    For recurrent states: Graves (2013, "Generating Sequences With Recurrent
+    Neural Networks", §2) clipped the derivatives an LSTM passes back through its
+    steps to [−10, 10]. Clipping the whole gradient after backpropagation cannot
+    do this: a derivative that grows by a constant factor per step overflows
+    float32 on a long sequence, and `inf · 0` inside the backward pass is NaN
+    before any optimizer sees it.
+    """
+
+    @ops.custom_gradient
+    def identity(value):
+        def gradient(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            return ops.clip(upstream, -limit, limit)
+
+        return ops.multiply(value, ops.cast(1, value.dtype)), gradient
+
+    return identity(x)

@@ -174,7 +174,8 @@ class NTMSequenceModel(BitSequenceModel):
         input_bits: channels of the input sequence (the task's bits and markers).
         output_bits: channels of the output, the logits of the target bits.
         memory_size, memory_width, read_heads, write_heads, controller,
-            controller_units, shift_range, memory_init, clip_value: as `NTMCell`'s.
+            controller_units, shift_range, memory_init, clip_value,
+            state_gradient_clip: as `NTMCell`'s.
 
     Example:
 
@@ -190,7 +191,8 @@ class NTMSequenceModel(BitSequenceModel):
     def __init__(self, input_bits: int = 9, output_bits: int = 8, memory_size: int = 128,
                  memory_width: int = 20, read_heads: int = 1, write_heads: int = 1,
                  controller="lstm", controller_units: int = 100, shift_range: int = 1,
-                 memory_init="constant", clip_value=20.0, **kwargs):
+                 memory_init="constant", clip_value=20.0, state_gradient_clip=None,
+                 **kwargs):
         cell = NTMCell(
             units=output_bits,
             memory_size=memory_size,
@@ -202,6 +204,7 @@ class NTMSequenceModel(BitSequenceModel):
             shift_range=shift_range,
             memory_init=memory_init,
             clip_value=clip_value,
+            state_gradient_clip=state_gradient_clip,
             return_weightings=True,
             name="ntm_cell",
         )

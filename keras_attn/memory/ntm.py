@@ -16,6 +16,7 @@ from keras import ops
 from keras_attn import _validation
 from keras_attn.choices import NTM_CONTROLLERS, NTM_MEMORY_INITS
 from keras_attn.memory import addressing
+from keras_attn.ops import clip_gradient
 
 _PACKAGE = "keras_attn"
 
@@ -38,6 +39,13 @@ class NTMCell(keras.layers.Layer):
         memory_init_value: the constant, or the random init's standard deviation.
         clip_value: the controller output is clipped to `[−clip, clip]`
             (`None`: no clipping).
+        state_gradient_clip: the gradient each step passes back to the step before
+            (through the memory, the reads, the weightings and the controller
+            state) is clipped elementwise to `[−c, c]`, as Graves (2013) clipped an
+            LSTM's derivatives to [−10, 10] (`None`: not clipped). Content
+            addressing feeds the memory back into its own writes, and on a long
+            sequence that loop can multiply the gradient by a constant factor per
+            step until it overflows float32; the forward pass is unchanged.
         return_weightings: also output the read and write weightings of the step.
 
     Call arguments:
@@ -71,6 +79,7 @@ class NTMCell(keras.layers.Layer):
         memory_init="constant",
         memory_init_value=1e-6,
         clip_value=20.0,
+        state_gradient_clip=None,
         return_weightings=False,
         **kwargs,
     ):
@@ -108,6 +117,9 @@ class NTMCell(keras.layers.Layer):
         )
         self.clip_value = _validation.check_number(
             "clip_value", clip_value, allow_none=True
+        )
+        self.state_gradient_clip = _validation.check_number(
+            "state_gradient_clip", state_gradient_clip, allow_none=True
         )
         self.return_weightings = return_weightings
         self.seed_generator = keras.random.SeedGenerator()
@@ -191,6 +203,8 @@ class NTMCell(keras.layers.Layer):
         return (keys, strengths, gates, shift, gammas), offset + heads * size
 
     def call(self, inputs, states, training=None):
+        if self.state_gradient_clip is not None:
+            states = [clip_gradient(state, self.state_gradient_clip) for state in states]
         n_controller = 2 if self.controller == "lstm" else 0
         controller_state = list(states[:n_controller])
         memory, reads, read_weights, write_weights = states[n_controller:]
@@ -251,6 +265,7 @@ class NTMCell(keras.layers.Layer):
             memory_init=self.memory_init,
             memory_init_value=self.memory_init_value,
             clip_value=self.clip_value,
+            state_gradient_clip=self.state_gradient_clip,
             return_weightings=self.return_weightings,
         )
         return config

@@ -57,6 +57,7 @@ NUMBER_ARGUMENTS = [
     (memory.ModernHopfield, {}, "beta", 1.0, "a number > 0 or None"),
     (memory.NTMCell, {"units": 4}, "clip_value", 5.0, "a number > 0 or None"),
     (memory.NTMCell, {"units": 4}, "memory_init_value", -0.5, "a finite number"),
+    (memory.NTMCell, {"units": 4}, "state_gradient_clip", 10.0, "a number > 0 or None"),
     (memory.DNCCell, {"units": 4}, "clip_value", 5.0, "a number > 0 or None"),
     (positional.RotaryEmbedding, {}, "max_wavelength", 100.0, "a number > 0"),
     (positional.RotaryEmbedding, {}, "scaling_factor", 2.0, "a number > 0"),

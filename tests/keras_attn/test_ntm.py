@@ -215,3 +215,34 @@ def test_content_addressing_gradient_is_finite_at_a_zero_row_or_key(zero):
         grad = input_gradient(lambda k: ops.sum(addressing.content_weighting(memory, k, strengths)[..., 0]),
                          keys)
     assert np.all(np.isfinite(grad)), grad
+
+
+def test_state_gradient_clip_bounds_what_a_step_passes_back_and_keeps_the_forward(rng):
+    steps = rng.standard_normal((6, 2, 5)).astype("float32")
+    first_memory = rng.standard_normal((2, 8, 4)).astype("float32")
+
+    def run(cell):
+        def total(memory):
+            states = list(cell.get_initial_state(2))
+            states[2] = memory  # after the LSTM's two states
+            outputs = []
+            for x in steps:
+                output, states = cell(x, states)
+                outputs.append(output)
+            return ops.sum(ops.stack(outputs) ** 2)
+        return total
+
+    plain = NTMCell(units=3, memory_size=8, memory_width=4, controller_units=6)
+    clipped = NTMCell(units=3, memory_size=8, memory_width=4, controller_units=6,
+                      state_gradient_clip=1e-3)
+    plain(steps[0], plain.get_initial_state(2))
+    clipped(steps[0], clipped.get_initial_state(2))
+    clipped.set_weights(plain.get_weights())
+    assert clipped.get_config()["state_gradient_clip"] == 1e-3
+    np.testing.assert_allclose(to_numpy(run(clipped)(first_memory)),
+                               to_numpy(run(plain)(first_memory)), rtol=1e-6)
+    unclipped_gradient = input_gradient(run(plain), first_memory)
+    clipped_gradient = input_gradient(run(clipped), first_memory)
+    assert np.abs(unclipped_gradient).max() > 1e-2
+    assert np.abs(clipped_gradient).max() <= 1e-3 + 1e-9
+    assert np.abs(clipped_gradient).max() > 0

@@ -3,9 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from keras import ops
 
 from keras_attn import ops as attn_ops
-from tests.keras_attn.contract import to_numpy
+from tests.keras_attn.contract import input_gradient, to_numpy
 
 
 def _reference_masked_softmax(scores, mask):
@@ -122,3 +123,23 @@ def test_as_tensors_converts_array_likes_and_passes_tensors_through():
     # on every backend (numpy's `*` does not defer to a PyTorch tensor).
     product = attn_ops.as_tensors(np.full((2,), 3.0, "float32")) * tensor
     np.testing.assert_array_equal(to_numpy(product), [3.0, 3.0])
+
+
+def test_clip_gradient_leaves_the_value_and_clips_each_gradient_entry():
+    x = np.array([[0.5, -3.0, 40.0]], "float32")
+    np.testing.assert_array_equal(to_numpy(attn_ops.clip_gradient(x, 2.0)), x)
+    # d/dx Σ c·x is c; through clip_gradient it is c clipped to [−2, 2].
+    scale = np.array([[100.0, -0.5, -7.0]], "float32")
+    grad = input_gradient(lambda v: ops.sum(attn_ops.clip_gradient(v, 2.0) * scale), x)
+    np.testing.assert_allclose(grad, [[2.0, -0.5, -2.0]])
+
+
+def test_clip_gradient_bounds_a_gradient_that_grows_each_step():
+    def unrolled(v, limit):
+        for _ in range(60):  # ×3 a step: 3^60 ≈ 4e28 without the clip
+            v = (v if limit is None else attn_ops.clip_gradient(v, limit)) * 3.0
+        return ops.sum(v)
+
+    x = np.ones((4,), "float32")
+    assert np.all(input_gradient(lambda v: unrolled(v, None), x) > 1e28)
+    np.testing.assert_allclose(input_gradient(lambda v: unrolled(v, 1.0), x), 1.0)

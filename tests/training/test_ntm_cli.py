@@ -112,6 +112,20 @@ def test_a_repeat_copy_run_records_its_encoding_and_evaluates_with_it(tmp_path, 
     assert old.model["input_bits"] == 10
 
 
+def test_state_gradient_clip_reaches_the_cell_and_trains(tmp_path):
+    work = str(tmp_path / "work")
+    cli.main(["train", "ntm-repeat-copy", *SMALL, "--sequences", "8", "--check-every", "4",
+              "--test-sequences", "2", "--patience", "0", "--state-gradient-clip", "10",
+              "--work-dir", work, "--quiet"])
+    curve = json.load(open(os.path.join(work, "curve.json")))
+    assert all(np.isfinite(point["train_cost_bits"]) for point in curve)
+    model_file = next(f for f in os.listdir(work) if f.endswith(".keras"))
+    config = json.loads(__import__("zipfile").ZipFile(os.path.join(work, model_file))
+                        .read("config.json"))
+    assert config["config"]["state_gradient_clip"] == 10.0
+    assert cli.task_options(["train", "ntm-copy", *SMALL]).state_gradient_clip is None
+
+
 def test_the_training_batches_are_reproducible_and_bucketed():
     task = ntm.SPECS["ntm-repeat-copy"]
     x1, y1 = ntm.training_batch(task, 3, 4, check=0, index=2)

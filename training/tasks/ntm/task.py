@@ -232,6 +232,9 @@ def add_arguments(parser, task):
         model.add_argument("--shift-range", type=non_negative_int, default=1)
         model.add_argument("--memory-init", choices=NTM_MEMORY_INITS,
                            default="constant")
+        model.add_argument("--state-gradient-clip", type=positive_float, default=None,
+                           metavar="C", help="clip the gradient each step passes back to "
+                           "the one before to [-C, C] (default: not clipped)")
     fit = parser.add_argument_group("training")
     fit.add_argument("--sequences", type=positive_int, default=task.sequences,
                      help="the training budget, in sequences")
@@ -300,6 +303,7 @@ def new_model(task, args):
         controller=args.controller,
         shift_range=args.shift_range,
         memory_init=args.memory_init,
+        state_gradient_clip=getattr(args, "state_gradient_clip", None),
     )
 
 
