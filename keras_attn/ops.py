@@ -253,6 +253,19 @@ def clip_gradient(x, limit):
     do this: a derivative that grows by a constant factor per step overflows
     float32 on a long sequence, and `inf · 0` inside the backward pass is NaN
     before any optimizer sees it.
+
+    Args:
+        x: a tensor.
+        limit: a number > 0.
+
+    Returns:
+        `x`'s values, as a new tensor whose gradient is clipped.
+
+    Example:
+    >>> from keras_attn.ops import clip_gradient
+    >>> state = clip_gradient(ops.ones((2, 3)), 10.0)  # inside a recurrent step
+    >>> tuple(state.shape)
+    (2, 3)
     """
 
     @ops.custom_gradient
@@ -262,6 +275,7 @@ def clip_gradient(x, limit):
                 (upstream,) = args
             return ops.clip(upstream, -limit, limit)
 
+        # A new tensor, not `value` itself: the output a custom gradient belongs to.
         return ops.multiply(value, ops.cast(1, value.dtype)), gradient
 
     return identity(x)
