@@ -4,6 +4,7 @@ no export), and the checks on sequences given to `predict`."""
 import dataclasses
 import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -120,8 +121,7 @@ def test_state_gradient_clip_reaches_the_cell_and_trains(tmp_path):
     curve = json.load(open(os.path.join(work, "curve.json")))
     assert all(np.isfinite(point["train_cost_bits"]) for point in curve)
     model_file = next(f for f in os.listdir(work) if f.endswith(".keras"))
-    config = json.loads(__import__("zipfile").ZipFile(os.path.join(work, model_file))
-                        .read("config.json"))
+    config = json.loads(zipfile.ZipFile(os.path.join(work, model_file)).read("config.json"))
     assert config["config"]["state_gradient_clip"] == 10.0
     assert cli.task_options(["train", "ntm-copy", *SMALL]).state_gradient_clip is None
 

@@ -303,7 +303,7 @@ def new_model(task, args):
         controller=args.controller,
         shift_range=args.shift_range,
         memory_init=args.memory_init,
-        state_gradient_clip=getattr(args, "state_gradient_clip", None),
+        state_gradient_clip=args.state_gradient_clip,
     )
 
 
