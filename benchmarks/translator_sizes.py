@@ -5,10 +5,12 @@ held-out pairs.
     python benchmarks/translator_sizes.py --data ../shared/data/spa-eng/spa.txt \
         [--sizes 2000,8000,32000,all] [--systems rnn,transformer] [--output PATH]
 
+Another corpus in the same form (`english<TAB>other[<TAB>…]`, as
+`benchmarks/gettext_corpus.py` writes one) runs the same way, translated into English.
 The split is `translator_real.py`'s (the file's lines shuffled with seed 0, the first
-5,000 held out); the training lines a run sees are the first N of the rest, as a
-user would give `--data` a smaller file, and the task splits them into its own
-training, validation and test pairs. A system is the command's defaults with its
+`--test-size` held out, 5,000 by default); the training lines a run sees are the first
+N of the rest, as a user would give `--data` a smaller file, and the task splits them
+into its own training, validation and test pairs. A system is the command's defaults with its
 flags (`SYSTEMS`, or `name=--flag value …` given to `--systems`), so a row says
 exactly what a user would type. A profile is chosen by the run's own validation
 BLEU (greedy, at the epoch it keeps: the command prints it each epoch), never by the
@@ -42,6 +44,11 @@ SYSTEMS = {
     "rnn-without-levers": ["--dropout", "0", "--word-dropout", "0", "--label-smoothing", "0"],
     "rnn-regularised": ["--dropout", "0.3", "--word-dropout", "0.1",
                         "--label-smoothing", "0.1"],
+    # The text profile on a small file: every small-corpus lever off (the defaults
+    # every file had before the small-text profile).
+    "rnn-text-profile": ["--dropout", "0", "--word-dropout", "0", "--label-smoothing", "0",
+                         "--no-shared-vocabulary", "--no-tie-embeddings",
+                         "--subword-dropout", "0"],
 }
 
 
@@ -114,7 +121,8 @@ def one_run(size, name, flags, train_lines, test_pairs, folder, keras_attn_comma
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="the tutorial's spa.txt")
+    parser.add_argument("--data", required=True, help="the tutorial's spa.txt, or another "
+                        "english<TAB>other corpus")
     parser.add_argument("--sizes", default="2000,8000,32000,all",
                         help="training lines a run takes (the first N), or all")
     parser.add_argument("--systems", default="rnn,transformer",
