@@ -40,7 +40,7 @@ def catalogue_pairs(path):
     """`{english: translation}` of one compiled catalogue: its one-line singular
     messages, without their context."""
     with open(path, "rb") as f:
-        catalog = gettext.GNUTranslations(f)._catalog
+        catalog = gettext.GNUTranslations(f)._catalog  # gettext lists messages nowhere else
     pairs = {}
     for message, translation in catalog.items():
         if not isinstance(message, str) or not message or not isinstance(translation, str):
