@@ -38,17 +38,30 @@ sys.path.insert(0, HERE)
 from results_io import default_path, machine, revision, write_results  # noqa: E402
 
 VALIDATION_LINE = re.compile(r"epoch (\d+): validation \(n=\d+, greedy\) BLEU ([0-9.]+)")
+
+
+def text_profile_flags():
+    """The flags that set every small-corpus lever to the text profile's value: the
+    defaults every file had before the small-text profile (derived from the profiles,
+    so the system follows them)."""
+    from keras_attn.training.tasks.translator.flags import PROFILES, SMALL_CORPUS
+
+    flags = []
+    for name in sorted(SMALL_CORPUS):
+        value, flag = PROFILES["text"][name], name.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            flags += [f"--{flag}", str(value)]
+    return flags
+
+
 SYSTEMS = {
     "rnn": [],  # the command's defaults: the profile it picks for the file's size
     "transformer": ["--model", "transformer"],
-    "rnn-without-levers": ["--dropout", "0", "--word-dropout", "0", "--label-smoothing", "0"],
     "rnn-regularised": ["--dropout", "0.3", "--word-dropout", "0.1",
                         "--label-smoothing", "0.1"],
-    # The text profile on a small file: every small-corpus lever off (the defaults
-    # every file had before the small-text profile).
-    "rnn-text-profile": ["--dropout", "0", "--word-dropout", "0", "--label-smoothing", "0",
-                         "--no-shared-vocabulary", "--no-tie-embeddings",
-                         "--subword-dropout", "0"],
+    "rnn-text-profile": text_profile_flags,  # every small-corpus lever off
 }
 
 
@@ -60,7 +73,9 @@ def parse_systems(text):
         if not flags and name not in SYSTEMS:
             raise SystemExit(f"--systems: {name!r} is not one of {sorted(SYSTEMS)}; give "
                              "NAME=FLAGS for another")
-        systems[name] = shlex.split(flags) if flags else SYSTEMS[name]
+        known = SYSTEMS.get(name)
+        systems[name] = (shlex.split(flags) if flags
+                         else known() if callable(known) else known)
     return systems
 
 
