@@ -45,7 +45,9 @@ def main():
     import keras
     import numpy as np
     from memn2n import task_splits
-    from results_io import default_path, header, write_results
+    from results_io import default_path, header, revision, write_results
+
+    ran = revision()  # what the run trains on, before anything can change it
 
     from keras_attn.models.batching import EndlessBatches
     from keras_attn.training import cli, runner
@@ -109,7 +111,7 @@ def main():
     kind = sorted({per_task[t]["kind"] for t in tasks})
     print_figures(f"test ({', '.join(kind)}) after {seconds / 60:.1f} min:", test, names)
     print(f"DNC paper (10k joint): mean {PAPER_MEAN_ERROR} %, {PAPER_FAILED} failed")
-    result = header("dnc_babi", args) | {
+    result = header("dnc_babi", args) | ran | {
         "command": " ".join(["python", "benchmarks/dnc_babi.py", *sys.argv[1:]]),
         "task_flags": task_flags, "model": runner.model_config(model),
         "training_questions": len(splits["train"]), "figure_on": kind,

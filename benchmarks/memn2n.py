@@ -118,12 +118,17 @@ def one_run(job):
     settings = task.settings(args, data, model)
     validation = memn2n.figures(model, vocab, settings, splits["validation"])
     test = memn2n.figures(model, vocab, settings, splits["test"])
+    # Per task, without the training's random noise: a task that fails on held-out
+    # stories either did not fit its training stories or did not generalise.
+    fitted = memn2n.error_figures(memn2n.answer(model, vocab, settings, splits["train"])[0],
+                                  splits["train"])
     return {
         "tasks": job["tasks"], "seed": job["seed"], "seconds": round(seconds, 1),
         "backend": keras.backend.backend(),
         "linear_start_epochs": record["linear_start_epochs"],
         "train_accuracy": float(record["records"]["history"]["accuracy"][-1]),
         "validation": validation, "test": test,
+        "train_errors": {t: e["error"] for t, e in fitted["tasks"].items()},
     }
 
 
@@ -154,7 +159,16 @@ def main():
     args.runs = args.runs or protocol["runs"]
     select = protocol["select"]
 
-    from results_io import default_path, worker_backend, worker_pool, write_results
+    from results_io import (
+        default_path,
+        machine,
+        revision,
+        worker_backend,
+        worker_pool,
+        write_results,
+    )
+
+    ran = revision()  # what the runs train on, before anything can change it
 
     from keras_attn.training.tasks.memn2n import babi
     from keras_attn.training.tasks.memn2n import task as memn2n_task
@@ -229,7 +243,8 @@ def main():
         ref_mean, ref_failed = REFERENCE_MEANS[size]["single"]
         print(f"{size} single-task: mean error {100 * mean:.1f} % (reference {ref_mean} %), failed "
               f"tasks (> 5 %): {failed} (reference {ref_failed})")
-    result = {
+    result = ran | {
+        "machine": machine(),
         "backend": ", ".join(sorted({r["backend"] for r in runs})), "workers": args.workers, "wall_seconds": round(wall, 1),
         "data": size, "protocol": args.protocol, "selected_by": select,
         "runs_per_task": 0 if args.no_single else args.runs, "figure_on": sorted(kind),
@@ -249,8 +264,10 @@ def main():
         print(f"{size} joint (best of {args.joint_runs}): mean error {100 * jmean:.1f} % "
               f"(reference {ref_mean} %), failed {jfailed} (reference {ref_failed}); per task: "
               + ", ".join(f"{t}: {100 * e:.1f}" for t, e in errors.items()))
+        print("  its training error per task (no random noise): " + ", ".join(
+            f"{t}: {100 * e:.1f}" for t, e in joint["train_errors"].items()))
         result["joint"] = {"tasks": errors, "mean_error": jmean, "failed": jfailed,
-                           "seed": joint["seed"]}
+                           "seed": joint["seed"], "train_errors": joint["train_errors"]}
     print(f"wall time {wall / 60:.1f} min")
     write_results(result, args.output or default_path("memn2n"))
 
