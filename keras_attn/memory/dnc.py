@@ -19,6 +19,9 @@ are the paper's equations, batch first (memory `(B, N, W)`, weightings
     r^i_t = M_tᵀ w^{r,i}_t
 """
 
+import functools
+import operator
+
 import keras
 from keras import ops
 
@@ -39,7 +42,13 @@ def usage(previous_usage, previous_write, previous_reads, free_gates):
     previous_usage, previous_write, previous_reads, free_gates = as_tensors(
         previous_usage, previous_write, previous_reads, free_gates
     )
-    retention = ops.prod(1.0 - free_gates[..., None] * previous_reads, axis=1)
+    heads = previous_reads.shape[1]
+    if heads is None:  # a head count known only when run
+        retention = ops.prod(1.0 - free_gates[..., None] * previous_reads, axis=1)
+    else:  # one head's factor at a time, as `addressing.write` (faster on JAX)
+        retention = functools.reduce(operator.mul, [
+            1.0 - free_gates[:, head, None] * previous_reads[:, head] for head in range(heads)
+        ])
     return (previous_usage + previous_write - previous_usage * previous_write) * retention
 
 

@@ -7,17 +7,23 @@ from keras_attn.memory import DNCCell, dnc
 from tests.keras_attn.contract import run_layer_contract, to_numpy
 
 
-def test_usage_follows_the_retention_equation(rng):
+@pytest.mark.parametrize("known_heads", [True, False])
+def test_usage_follows_the_retention_equation(rng, known_heads):
+    """Also when the read-head count is known only when `usage` runs."""
     previous_usage = rng.random((2, 6)).astype("float32")
     previous_write = rng.random((2, 6)).astype("float32") / 6
     previous_reads = rng.random((2, 3, 6)).astype("float32") / 6
     free_gates = rng.random((2, 3)).astype("float32")
     retention = np.prod(1 - free_gates[..., None] * previous_reads, axis=1)
     expected = (previous_usage + previous_write - previous_usage * previous_write) * retention
-    np.testing.assert_allclose(
-        to_numpy(dnc.usage(previous_usage, previous_write, previous_reads, free_gates)),
-        expected, atol=1e-6,
-    )
+    arrays = [previous_usage, previous_write, previous_reads, free_gates]
+    if known_heads:
+        out = dnc.usage(*arrays)
+    else:
+        inputs = [keras.Input((6,)), keras.Input((6,)), keras.Input((None, 6)),
+                  keras.Input((None,))]
+        out = keras.Model(inputs, dnc.usage(*inputs))(arrays)
+    np.testing.assert_allclose(to_numpy(out), expected, atol=1e-6)
 
 
 def test_allocation_by_hand():

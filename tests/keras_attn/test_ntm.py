@@ -126,6 +126,25 @@ def test_two_write_heads_do_not_depend_on_their_order(rng):
     np.testing.assert_allclose(forward, backward, atol=1e-6)
 
 
+@pytest.mark.parametrize("known_heads", [True, False])
+def test_several_write_heads_follow_the_erase_add_equations(rng, known_heads):
+    """M ⊙ Π_h (1 − w_h e_hᵀ) + Σ_h w_h a_hᵀ, with three heads; also when the head
+    count is known only when the function runs (a model built on a `None` head axis)."""
+    memory = rng.normal(size=(2, 6, 4)).astype("float32")
+    w, e, a = _weights(rng, 2, 3, 6), rng.random((2, 3, 4)).astype("float32"), rng.normal(
+        size=(2, 3, 4)).astype("float32")
+    keep = np.prod(1 - w[..., None] * e[:, :, None, :], axis=1)
+    expected = memory * keep + np.einsum("bhn,bhd->bnd", w, a)
+    if known_heads:
+        out = to_numpy(addressing.write(memory, w, e, a))
+    else:
+        inputs = [keras.Input((6, 4)), keras.Input((None, 6)), keras.Input((None, 4)),
+                  keras.Input((None, 4))]
+        written = keras.Model(inputs, addressing.write(*inputs))
+        out = to_numpy(written([memory, w, e, a]))
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
 @keras.saving.register_keras_serializable(package="keras_attn_tests")
 class NTMSequence(keras.layers.Layer):
     """An `NTMCell` in `keras.layers.RNN`, as one layer for the contract."""
