@@ -172,6 +172,32 @@ def test_priority_sort_curriculum_never_leaves_the_tasks_range():
     assert early == {2}
 
 
+@pytest.mark.parametrize("name, ranges", [
+    ("ntm-copy", {"length": (1, 20)}),
+    ("ntm-repeat-copy", {"length": (1, 10), "repeats": (1, 10)}),
+    ("ntm-associative-recall", {"items": (2, 6)}),
+])
+def test_every_sized_task_follows_the_curriculum(name, ranges):
+    """`--curriculum` grows each size from its smallest; with none (progress 1) the draws
+    are the uniform ones over the task's range, the same numbers as before it existed."""
+    task = ntm.SPECS[name]
+    rng = np.random.default_rng(0)
+    assert all(task.draw(rng, 0.0) == {key: low for key, (low, _) in ranges.items()}
+               for _ in range(20))
+    for progress in np.linspace(0, 1, 21):
+        for _ in range(10):
+            params = task.draw(rng, progress)
+            for key, (low, high) in ranges.items():
+                assert low <= params[key] <= ntm.curriculum_limit(progress, low, high) <= high
+    drawn, uniform = np.random.default_rng(1), np.random.default_rng(1)
+    for _ in range(200):
+        expected = {key: int(uniform.integers(low, high + 1)) for key, (low, high) in ranges.items()}
+        assert task.draw(drawn) == expected
+    seen = [task.draw(rng)[key] for _ in range(400) for key in ranges]
+    assert min(seen) == min(low for low, _ in ranges.values())
+    assert max(seen) == max(high for _, high in ranges.values())
+
+
 def test_the_training_loop_follows_the_curriculum(monkeypatch):
     task = ntm.SPECS["ntm-priority-sort"]
     sizes = []

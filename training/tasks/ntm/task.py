@@ -104,8 +104,16 @@ class BitTask:
             model={**self.model, "input_bits": plain_bits + start})
 
 
-def _uniform(name, low, high):
-    return lambda rng, progress=1.0: {name: int(rng.integers(low, high + 1))}
+def _uniform(*names, low, high):
+    """Each of `names` drawn on its own in `low … high`; while a curriculum runs, in
+    `low … curriculum_limit(progress, low, high)`. With no curriculum (progress 1) the
+    draws are the same as without one."""
+
+    def draw(rng, progress=1.0):
+        limit = curriculum_limit(progress, low, high)
+        return {name: int(rng.integers(low, limit + 1)) for name in names}
+
+    return draw
 
 
 def curriculum_limit(progress, low, high):
@@ -140,7 +148,7 @@ SPECS = {
         summary="NTM copy: 8-bit vectors, lengths 1–20 (tested to length 50)",
         make=algorithmic.copy_batch,
         steps=algorithmic.copy_steps,
-        draw=_uniform("length", 1, 20),
+        draw=_uniform("length", low=1, high=20),
         validation=tuple({"length": n} for n in range(1, 21)),
         tests={f"length {n}": {"length": n} for n in (10, 20, 30, 40, 50)},
         model={"input_bits": 9, "output_bits": 8},
@@ -152,8 +160,7 @@ SPECS = {
         summary="NTM repeat copy: lengths 1–10, 1–10 repeats, then an end marker",
         make=algorithmic.repeat_copy_batch,
         steps=algorithmic.repeat_copy_steps,
-        draw=lambda rng, progress=1.0: {"length": int(rng.integers(1, 11)),
-                                        "repeats": int(rng.integers(1, 11))},
+        draw=_uniform("length", "repeats", low=1, high=10),
         validation=tuple({"length": n, "repeats": r} for n in (1, 4, 7, 10) for r in (1, 4, 7, 10)),
         tests={
             "length 5 × 5": {"length": 5, "repeats": 5},
@@ -176,7 +183,7 @@ SPECS = {
         summary="NTM associative recall: items of 3 six-bit vectors, 2–6 items (tested to 12)",
         make=algorithmic.associative_recall_batch,
         steps=algorithmic.associative_recall_steps,
-        draw=_uniform("items", 2, 6),
+        draw=_uniform("items", low=2, high=6),
         validation=tuple({"items": n} for n in range(2, 7)),
         tests={f"{n} items": {"items": n} for n in (6, 8, 12, 15)},
         model={"input_bits": 8, "output_bits": 6},
