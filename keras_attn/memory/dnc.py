@@ -45,7 +45,7 @@ def usage(previous_usage, previous_write, previous_reads, free_gates):
     heads = previous_reads.shape[1]
     if heads is None:  # a head count known only when run
         retention = ops.prod(1.0 - free_gates[..., None] * previous_reads, axis=1)
-    else:  # one head's factor at a time, as `addressing.write` (faster on JAX)
+    else:  # one head's factor at a time, the form `addressing.write` measured faster on JAX
         retention = functools.reduce(operator.mul, [
             1.0 - free_gates[:, head, None] * previous_reads[:, head] for head in range(heads)
         ])
