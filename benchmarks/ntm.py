@@ -22,8 +22,10 @@ memory of 64 × 20), and prints and writes:
 
 `--task-seeds N` trains every task of `--tasks` at seeds S … S+N-1 (`--first-seed S`,
 default 0) with its CLI defaults
-(each keeps its best validation check's weights, as the CLI does) and reports every
-seed's test figures and the worst. Copy also runs `--seeds` seeds for stability.
+(each keeps its best validation check's weights and, as `--restarts 3` does, trains
+from seed S + 1000·k when the runs before it have not converged, keeping the fewest
+validation bit errors) and reports every seed's test figures and the worst. Copy also
+runs `--seeds` seeds for stability, one run each (`--restarts 1`).
 Those runs do not stop early: each trains its whole `--stability-sequences`; a run
 counts as diverged if its loss is ever non-finite, and as a late spike if its
 validation bit errors, once below 0.1, end above 1 (its kept weights are its best
@@ -88,6 +90,9 @@ def one_run(job):
     result = {"task": job["task"], "seed": job["seed"], "seconds": round(record["seconds"], 1),
               "sequences": record["sequences"], "converged_at": record["converged_at"],
               "kept": record.get("kept"),
+              # With `--restarts`: every restart's seed and validation figures, and the
+              # seed whose run the model is (its curve and figures are that run's).
+              "restarts": record.get("restarts"), "kept_seed": record.get("kept_seed"),
               "nonfinite": record["diverged"], "curve": curve, "flags": job["flags"]}
     final = curve[-1]["validation_bit_errors"] if curve else float("nan")
     # A late spike (converged, then above 1 at the last check) no longer reaches the
@@ -107,8 +112,17 @@ def print_run(run):
     print(f"  {run['task']:<19} seed {run['seed']}: {when}; trained {run['sequences']} "
           f"sequences in {run['seconds']:.0f} s" + ("; DIVERGED" if run["diverged"] else "")
           + ("; the last check spiked above 1 bit (the best check's weights are kept)"
-             if run.get("late_spike") else ""),
+             if run.get("late_spike") else "") + restarts_summary(run),
           flush=True)
+
+
+def restarts_summary(run):
+    """`; restarts: …` naming each restart's kept validation bit errors, or nothing."""
+    if not run.get("restarts"):
+        return ""
+    return ("; restarts (validation bit errors): " + ", ".join(
+        f"seed {r['seed']} {r['validation_bit_errors']:.3f}" for r in run["restarts"])
+        + f", kept seed {run['kept_seed']} (its curve and figures above)")
 
 
 def print_curve(run, every=5):
@@ -126,7 +140,7 @@ def seed_table(task, runs):
     settings = list(runs[0]["test"])
     print(f"\n{task}, CLI defaults, {len(runs)} seeds: bit errors a sequence "
           "(data bits / end-marker bits where the task has a marker)")
-    print("  seed  converged  kept  " + "  ".join(f"{s:>18}" for s in settings))
+    print("  seed  runs  converged  kept  " + "  ".join(f"{s:>18}" for s in settings))
     rows = []
     for run in sorted(runs, key=lambda r: r["seed"]):
         reached, kept = run["converged_at"], run.get("kept") or {}
@@ -136,11 +150,13 @@ def seed_table(task, runs):
             cells.append(f"{entry['bit_errors']:7.3f}" + (
                 f" ({entry['data_bit_errors']:.2f}/{entry['marker_errors']:.2f})"
                 if "marker_errors" in entry else ""))
-        print(f"  {run['seed']:>4}  {reached['sequences'] if reached else '-':>9}  "
+        runs_trained = len(run.get("restarts") or [None])
+        print(f"  {run['seed']:>4}  {runs_trained:>4}  {reached['sequences'] if reached else '-':>9}  "
               f"{kept.get('sequences', '-'):>5}  " + "  ".join(f"{c:>18}" for c in cells))
         rows.append({"seed": run["seed"], "converged_at": reached and reached["sequences"],
                      "kept_at": kept.get("sequences"), "sequences": run["sequences"],
-                     "seconds": run["seconds"], "test": run["test"]})
+                     "seconds": run["seconds"], "test": run["test"],
+                     "restarts": run.get("restarts"), "kept_seed": run.get("kept_seed")})
     worst = {s: max(r["test"][s]["bit_errors"] for r in rows) for s in settings}
     print("  worst " + "  ".join(f"{s}: {v:.3f}" for s, v in worst.items()))
     return {"runs": rows, "worst_bit_errors": worst}
@@ -188,7 +204,7 @@ def main():
               "test_sequences": args.test_sequences}
              for t in tasks for seed in range(first + 1, first + args.task_seeds)]
     if "copy" in tasks:
-        stability = ["--patience", "0", "--sequences",
+        stability = ["--restarts", "1", "--patience", "0", "--sequences",
                      str(args.sequences or args.stability_sequences)]
         jobs += [{"task": "copy", "seed": seed, "flags": stability,
                   "stability": True, "test_sequences": 1000} for seed in range(1, args.seeds)]
@@ -196,7 +212,8 @@ def main():
         # One check per 1,000 sequences at batch 8: 125 steps a check.
         checks = max(1, round(args.mixed_precision_steps / 125))
         jobs.append({"task": "copy", "seed": 0, "mixed_precision": True,
-                     "flags": ["--patience", "0", "--sequences", str(checks * 1000)]})
+                     "flags": ["--restarts", "1", "--patience", "0", "--sequences",
+                               str(checks * 1000)]})
     for job in jobs:
         job["model"] = args.model
     output = args.output or default_path(args.model)

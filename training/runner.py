@@ -32,7 +32,7 @@ from keras_attn.training import distribution, options, tasks
 from keras_attn.training.arguments import non_negative_int, positive_int
 from keras_attn.training.callbacks import CtrlC, ResumeReport
 from keras_attn.training.errors import UsageError
-from keras_attn.training.task import RunMeta, at_kept_epoch
+from keras_attn.training.task import RunMeta
 
 #: `--seed` when none is given (the test suite moves it with `KERAS_ATTN_TEST_SEED`).
 DEFAULT_SEED = 0
@@ -56,14 +56,12 @@ def add_shared_arguments(parser, task):
         f"'{task.name}-<data file stem>' with your own)",
     )
     run.add_argument("--seed", type=non_negative_int, default=DEFAULT_SEED)
-    if task.uses_fit:
-        run.add_argument(
-            "--restarts", type=positive_int, default=task.restarts,
-            help="train this many models (restart k from seed SEED + "
-            f"{RESTART_SEED_STEP}·k, the same data) and keep the one with the lowest "
-            f"training error, as the MemN2N paper picks among its runs (default: "
-            f"{task.restarts if task.restarts is not None else task.restarts_default})",
-        )
+    run.add_argument(
+        "--restarts", type=positive_int, default=task.restarts,
+        help="train up to this many models (restart k from seed SEED + "
+        f"{RESTART_SEED_STEP}·k, the same data) and keep {task.restarts_keep} (default: "
+        f"{task.restarts if task.restarts is not None else task.restarts_default})",
+    )
     run.add_argument("--batch-size", type=positive_int, default=task.batch_size)
     run.add_argument(
         "--jit",
@@ -244,12 +242,14 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
     `(data, model, record)`, `record` as `Task.fit`'s with the seconds
     `fit` took, whether the step was compiled and where it ran (`distribution`).
 
-    With `--restarts N` it trains N models on the same data, restart k from seed
-    `seed + RESTART_SEED_STEP · k`, and keeps the one with the lowest
-    `task.training_error`: Sukhbaatar et al. (2015, §4.2) "picked the one with
-    the lowest training error" of their runs. The held-out splits play no part in
-    the choice, so their figures stay unbiased. `record["restarts"]` lists every
-    restart's seed and training error.
+    With `--restarts N` it trains up to N models on the same data, restart k from
+    seed `seed + RESTART_SEED_STEP · k`, and keeps the one `task.restart_rank`
+    puts first: for the `model.fit` tasks the lowest training error, as Sukhbaatar
+    et al. (2015, §4.2) "picked the one with the lowest training error" of their
+    runs; for the bit tasks the fewest validation bit errors. It stops early once
+    `task.restarts_settled` says a run is good enough. The held-out splits play no
+    part in the choice, so their figures stay unbiased. `record["restarts"]` lists
+    every restart's seed and rank figures.
 
     With `run_dir`, each restart keeps a backup to resume from (`backup` for the
     first, `backup-2`, `backup-3`, … after it) and TensorBoard logs (`logs`,
@@ -307,20 +307,22 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
         if restarts == 1:
             kept = (None, run_data, model, record)
             break
-        # Ties (two restarts at 0 % training error) go to the lower training loss.
-        error = (task.training_error(record), float(at_kept_epoch(record, "loss")))
-        tried.append({"seed": run_args.seed, "training_error": error[0],
-                      "training_loss": error[1], "seconds": round(record["seconds"], 1)})
-        if kept is None or error < kept[0]:
-            kept = (error, run_data, model, record | {"kept_seed": run_args.seed})
+        rank = task.restart_rank(record)
+        tried.append({"seed": run_args.seed, **rank, "seconds": round(record["seconds"], 1)})
+        if kept is None or tuple(rank.values()) < kept[0]:
+            kept = (tuple(rank.values()), run_data, model, record | {"kept_seed": run_args.seed})
         del model  # only the kept model stays in memory
+        if k + 1 < restarts and task.restarts_settled(record):
+            print(f"restart {k + 1} is good enough: no more restarts", flush=True)
+            break
     _, data, model, record = kept
     distribution.gather(model)
     record.update(jit_compile=bool(jit))
     if restarts > 1:
         record.update(restarts=tried, seconds=sum(t["seconds"] for t in tried))
-        print("restarts, training error: " + ", ".join(
-            f"{t['training_error']:.4f} (seed {t['seed']})" for t in tried)
+        ranked_by = next(iter(task.restart_rank(record)))
+        print(f"restarts, {ranked_by.replace('_', ' ')}: " + ", ".join(
+            f"{t[ranked_by]:.4f} (seed {t['seed']})" for t in tried)
             + f"; kept seed {record['kept_seed']}", flush=True)
     if placement.strategy != "none":
         record["distribution"] = placement.record()

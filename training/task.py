@@ -76,10 +76,10 @@ class Task(abc.ABC):
             loop of `train_on_batch` sets `False`).
         assets: the files (or folders) `save_assets` writes into the run folder,
             which an export copies into its `assets.extra/`.
-        restarts: the default of `--restarts` (tasks that use `model.fit`): how
-            many models a run trains to keep the one of lowest `training_error`;
-            `None` leaves it to `resolve`, and `restarts_default` says the rule in
-            `--help`.
+        restarts: the default of `--restarts`: how many models a run trains, at
+            most, to keep the one `restart_rank` puts first; `None` leaves it to
+            `resolve`, and `restarts_default` says the rule in `--help`.
+        restarts_keep: what `--help` says `--restarts` keeps.
     """
 
     name: str
@@ -89,6 +89,8 @@ class Task(abc.ABC):
     assets: tuple = ()
     restarts: int | None = 1
     restarts_default: str = ""
+    restarts_keep: str = ("the one with the lowest training error, as the MemN2N paper picks "
+                          "among its runs")
 
     # -- flags -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -146,6 +148,18 @@ class Task(abc.ABC):
         """What `--restarts` keeps the lowest of, from `fit`'s record: by default the
         training loss of the epoch whose weights the model keeps (`kept_epoch`)."""
         return float(at_kept_epoch(record, "loss"))
+
+    def restart_rank(self, record: dict) -> dict:
+        """The figures `--restarts` ranks a run by, from `fit`'s record, most important
+        first (the lowest wins; the names go into `record["restarts"]`): by default
+        `training_error`, ties (two runs at 0 % error) to the kept epoch's loss."""
+        return {"training_error": self.training_error(record),
+                "training_loss": float(at_kept_epoch(record, "loss"))}
+
+    def restarts_settled(self, record: dict) -> bool:
+        """Whether a run is good enough that `--restarts` trains no more (by default
+        never: every restart trains)."""
+        return False
 
     def fit_arguments(self, model, data, args) -> dict:
         """The data and epochs of `model.fit` (`x`, `y`, `validation_data`, …)."""

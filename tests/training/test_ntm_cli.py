@@ -222,7 +222,7 @@ def test_the_training_loop_follows_the_curriculum(monkeypatch):
         def set_weights(self, weights):
             pass
 
-    bit_task.fit(Model(), None, args, [], verbose=0)
+    bit_task.fit(Model(), bit_task.prepare(args), args, [], verbose=0)
     # batches of 4 start at 0, 4, …, 28 sequences seen; the ramp is 16 sequences long.
     assert sizes == [0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 1.0, 1.0]
 

@@ -1,4 +1,5 @@
-"""`--restarts N`: N models on the same data, the one of lowest training error kept,
+"""`--restarts N`: N models on the same data, the one of lowest training error kept
+(for the bit tasks, the fewest validation bit errors, stopping once one converges),
 each restart with its own seed and its own backup to resume from."""
 
 import os
@@ -106,10 +107,57 @@ def test_restarts_must_be_a_positive_count(toy, capsys):
     assert "--restarts" in capsys.readouterr().err
 
 
-def test_the_ntm_tasks_which_train_in_their_own_loop_take_no_restarts():
-    parser = cli.build_parser()
-    with pytest.raises(SystemExit):
-        parser.parse_args(["train", "ntm-copy", "--restarts", "2"])
+BIT_TASK_SMALL = ["--memory-size", "8", "--memory-width", "4", "--controller-units", "8",
+                  "--batch-size", "4", "--sequences", "8", "--check-every", "4", "--quiet",
+                  "--no-export", "--no-tensorboard", "--test-sequences", "2"]
+
+
+def test_the_bit_tasks_keep_the_restart_of_fewest_validation_bit_errors(monkeypatch):
+    """A bit task trains in its own loop; its restarts are ranked by the kept check's
+    validation bit errors (then cost), every restart checked on the same sequences."""
+    from keras_attn.training import tasks
+    from keras_attn.training.tasks.ntm import task as ntm
+
+    checked = []
+    real = ntm.errors_and_cost
+
+    def spy(model, x, y, **kwargs):
+        checked.append(x)
+        return real(model, x, y, **kwargs)
+
+    monkeypatch.setattr(ntm, "errors_and_cost", spy)
+    # A target of 0 errors is never met: every restart trains its whole budget.
+    args = cli.task_options(["train", "ntm-copy", *BIT_TASK_SMALL, "--target-errors", "0",
+                             "--restarts", "3", "--seed", "5"])
+    bit_task = tasks.get("ntm-copy")
+    data, model, record = runner.fit_in_process(bit_task, args)
+    step = runner.RESTART_SEED_STEP
+    assert [r["seed"] for r in record["restarts"]] == [5, 5 + step, 5 + 2 * step]
+    ranks = {r["seed"]: (r["validation_bit_errors"], r["validation_cost_bits"])
+             for r in record["restarts"]}
+    assert len(set(ranks.values())) == 3  # the restarts differ: the choice is a real one
+    assert record["kept_seed"] == min(ranks, key=ranks.get)
+    assert record["kept"]["validation_bit_errors"] == ranks[record["kept_seed"]][0]
+    # 2 checks a restart, each on the seed-5 validation set, which the kept model scores
+    # as its kept check did.
+    assert len(checked) == 6
+    expected, _ = ntm.validation_set(bit_task.spec_for(args), 5)
+    for x in checked:
+        np.testing.assert_array_equal(x, expected)
+    errors, _, _ = real(model, *data["validation"])
+    assert float(np.mean(errors)) == pytest.approx(ranks[record["kept_seed"]][0])
+
+
+def test_bit_task_restarts_stop_once_a_run_converges(capsys):
+    from keras_attn.training import tasks
+
+    # A target every model meets: the first restart converges, and no other trains.
+    args = cli.task_options(["train", "dnc-copy", *BIT_TASK_SMALL, "--target-errors", "1e9",
+                             "--patience", "1", "--seed", "2"])
+    assert args.restarts == 3  # the default
+    _, _, record = runner.fit_in_process(tasks.get("dnc-copy"), args)
+    assert [r["seed"] for r in record["restarts"]] == [2] and record["kept_seed"] == 2
+    assert "restart 1 is good enough: no more restarts" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("flags, restarts", [
@@ -120,6 +168,8 @@ def test_the_ntm_tasks_which_train_in_their_own_loop_take_no_restarts():
     (["memn2n"], 1),  # the built-in stories
     (["dnc-babi", "--data-dir", "babi", "--tasks", "13"], 1),
     (["translator", "--restarts", "2"], 2),
+    (["ntm-repeat-copy"], 3),  # no more once one converges
+    (["dnc-copy", "--restarts", "1"], 1),
 ])
 def test_the_default_restarts(flags, restarts):
     assert cli.task_options(["train", *flags]).restarts == restarts
