@@ -122,7 +122,7 @@ def restarts_summary(run):
         return ""
     return ("; restarts (validation bit errors): " + ", ".join(
         f"seed {r['seed']} {r['validation_bit_errors']:.3f}" for r in run["restarts"])
-        + f", kept seed {run['kept_seed']} (its curve and figures above)")
+        + f"; the curve and figures are seed {run['kept_seed']}'s")
 
 
 def print_curve(run, every=5):
