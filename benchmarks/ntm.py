@@ -135,10 +135,11 @@ def print_curve(run, every=5):
                   f"{point['validation_bit_errors']:8.3f}")
 
 
-def seed_table(task, runs):
+def seed_table(task, runs, task_flags=()):
     """Each seed's test figures at every setting, printed, and the worst seed's."""
     settings = list(runs[0]["test"])
-    print(f"\n{task}, CLI defaults, {len(runs)} seeds: bit errors a sequence "
+    trained_with = " ".join(task_flags) or "CLI defaults"
+    print(f"\n{task}, {trained_with}, {len(runs)} seeds: bit errors a sequence "
           "(data bits / end-marker bits where the task has a marker)")
     print("  seed  runs  converged  kept  " + "  ".join(f"{s:>18}" for s in settings))
     rows = []
@@ -254,7 +255,7 @@ def main():
         if args.task_seeds > 1:
             result["tasks"][task]["seeds"] = seed_table(
                 task, [r for r in runs if r["task"] == task and not r["mixed_precision"]
-                       and not r["stability"]])
+                       and not r["stability"]], task_flags)
     if "copy" in tasks:
         copies = [r for r in runs if r["task"] == "copy" and not r["mixed_precision"]]
         converged = [r for r in copies if r["converged_at"]]

@@ -320,7 +320,7 @@ def fit_in_process(task, args, callbacks=(), placement=None, run_dir=None):
     record.update(jit_compile=bool(jit))
     if restarts > 1:
         record.update(restarts=tried, seconds=sum(t["seconds"] for t in tried))
-        ranked_by = next(iter(task.restart_rank(record)))
+        ranked_by = next(name for name in tried[0] if name != "seed")  # restart_rank's first
         print(f"restarts, {ranked_by.replace('_', ' ')}: " + ", ".join(
             f"{t[ranked_by]:.4f} (seed {t['seed']})" for t in tried)
             + f"; kept seed {record['kept_seed']}", flush=True)
